@@ -1,0 +1,102 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/expected.h"
+
+namespace tern::service {
+
+// Per-model defaults for requests that leave a sampling field out. Unset means "use the
+// model's generation_config.json, else the engine default".
+struct SamplingDefaults {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int> top_k;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<int> max_tokens;
+  std::optional<std::uint64_t> seed;
+};
+
+struct ServerLimits {
+  std::uint64_t max_body_bytes = 8ull << 20;
+  std::uint64_t max_header_bytes = 16ull << 10;
+  int max_connections = 16384;
+  std::uint64_t stream_buffer_bytes = 256ull << 10;  // per-stream output bound (slow clients)
+};
+
+struct ServerTimeouts {
+  double header_s = 30;
+  double body_s = 60;
+  double idle_s = 75;          // keep-alive between requests
+  double drain_s = 30;         // SIGTERM: how long in-flight streams may finish
+  double slow_client_s = 30;   // a stream over its buffer bound this long is dropped
+  double sse_keepalive_s = 5;  // comment lines while a prompt is in prefill
+};
+
+struct ServerConfig {
+  std::string host = "0.0.0.0";
+  int port = 8000;
+  int io_threads = 1;
+  std::vector<std::string> api_keys;
+  bool protect_operational_endpoints = false;  // /health, /ready, /metrics behind the API key
+  ServerLimits limits;
+  ServerTimeouts timeouts;
+};
+
+enum class LogFormat { text, json };
+
+struct LoggingConfig {
+  std::string level = "info";
+  LogFormat format = LogFormat::text;
+};
+
+struct ModelConfig {
+  std::string name;
+  std::string path;
+  std::vector<std::string> aliases;
+  std::string backend = "cpu";  // cpu | cuda
+  std::vector<int> devices;     // CUDA device ordinals; more than one means tensor parallelism
+  int threads = 0;              // CPU compute threads; 0 means one per core
+  int max_model_len = 0;        // 0 means the model's own context length
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 2048;
+  int max_waiting_requests = 1024;  // past this, requests get 429
+  std::uint64_t kv_cache_bytes = 1ull << 30;
+  int block_size = 16;
+  std::string kv_cache_dtype = "f16";  // f16 | bf16 | f32
+  bool enable_prefix_caching = true;
+  std::string chat_template;  // a file path; empty means the model's own template
+  bool required = false;      // a load failure stops the server instead of only this model
+  SamplingDefaults sampling;
+};
+
+struct Config {
+  ServerConfig server;
+  LoggingConfig logging;
+  std::vector<ModelConfig> models;
+};
+
+// Looks up an environment variable for `${NAME}` expansion; nullopt when unset.
+using EnvironmentLookup = std::function<std::optional<std::string>(std::string_view name)>;
+EnvironmentLookup process_environment();
+
+// Parses and validates YAML text. `source` names the file in error messages, which read
+// "source:line: key.path reason". On error nothing is returned, so no config is partly applied.
+Expected<Config> parse_config(std::string_view yaml_text, std::string_view source,
+                              const EnvironmentLookup& environment = process_environment());
+
+Expected<Config> load_config_file(const std::string& path,
+                                  const EnvironmentLookup& environment = process_environment());
+
+// The effective config (defaults filled in, secrets redacted) as YAML.
+std::string dump_config(const Config& config);
+
+}  // namespace tern::service

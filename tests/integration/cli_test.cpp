@@ -1,0 +1,152 @@
+// Runs the real `tern` binary and checks what a user sees.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run(const std::string& arguments) {
+  const std::string command = fmt::format("'{}' {} 2>&1", TERN_BINARY, arguments);
+  CommandResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  std::size_t read = 0;
+  while ((read = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, read);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::set<std::string> proc_cpuinfo_flags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string flag; words >> flag;) flags.insert(flag);
+    return flags;
+  }
+  return {};
+}
+
+std::string feature_value(const std::string& line, const std::string& name) {
+  const auto at = line.find(name + "=");
+  if (at == std::string::npos) return "missing";
+  const auto start = at + name.size() + 1;
+  return line.substr(start, line.find_first_of(" \n", start) - start);
+}
+
+TEST(Cli, VersionReportsBuildAndDevices) {
+  const CommandResult result = run("--version");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("tern 0."), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("git: "), std::string::npos);
+  EXPECT_NE(result.output.find("build: Release"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("cuda: "), std::string::npos);
+  EXPECT_NE(result.output.find("device cpu:0:"), std::string::npos) << result.output;
+}
+
+TEST(Cli, CpuFeatureLineMatchesProcCpuinfo) {
+  const std::set<std::string> flags = proc_cpuinfo_flags();
+  if (flags.empty()) GTEST_SKIP() << "/proc/cpuinfo has no flags line on this machine";
+  const CommandResult result = run("--version");
+  ASSERT_EQ(result.exit_code, 0);
+  const auto at = result.output.find("cpu features: ");
+  ASSERT_NE(at, std::string::npos) << result.output;
+  const std::string line = result.output.substr(at, result.output.find('\n', at) - at);
+  auto expect = [&](const std::string& name, bool present) {
+    EXPECT_EQ(feature_value(line, name), present ? "yes" : "no") << name << " in: " << line;
+  };
+  expect("AVX2", flags.contains("avx2") && flags.contains("fma"));
+  expect("AVX-512",
+         flags.contains("avx512f") && flags.contains("avx512bw") && flags.contains("avx512vl"));
+  expect("AVX512-VNNI", flags.contains("avx512_vnni"));
+  expect("AVX512-BF16", flags.contains("avx512_bf16"));
+  expect("AMX",
+         flags.contains("amx_tile") && (flags.contains("amx_int8") || flags.contains("amx_bf16")));
+}
+
+TEST(Cli, CudaBuildWithoutDeviceStillRuns) {
+  const CommandResult result = run("--version");
+  ASSERT_EQ(result.exit_code, 0);
+  const bool has_gpu = result.output.find("device cuda:") != std::string::npos;
+  if (result.output.find("cuda: compiled in") != std::string::npos && !has_gpu) {
+    EXPECT_NE(result.output.find("no CUDA device found"), std::string::npos) << result.output;
+  }
+}
+
+TEST(Cli, HelpListsCommands) {
+  const CommandResult result = run("--help");
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_NE(result.output.find("usage: tern"), std::string::npos);
+  EXPECT_NE(result.output.find("serve"), std::string::npos);
+}
+
+TEST(Cli, UnknownSubcommandExitsWithUsage) {
+  const CommandResult result = run("frobnicate");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("unknown command 'frobnicate'"), std::string::npos);
+  EXPECT_NE(result.output.find("usage: tern"), std::string::npos);
+  EXPECT_EQ(run("").exit_code, 2);
+}
+
+TEST(Cli, ServeCheckPrintsEffectiveConfig) {
+  const std::string config = std::string(TERN_SOURCE_DIR) + "/config/single-cpu.yaml";
+  const CommandResult result = run(fmt::format("serve --config '{}' --check", config));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("max_num_batched_tokens: 2048"), std::string::npos) << result.output;
+}
+
+class CliConfigFile : public ::testing::Test {
+ protected:
+  std::string write(const std::string& text) {
+    path_ = std::filesystem::temp_directory_path() /
+            fmt::format("tern-cli-test-{}-{}.yaml", ::getpid(), counter_++);
+    std::ofstream(path_) << text;
+    return path_.string();
+  }
+  void TearDown() override { std::filesystem::remove(path_); }
+
+ private:
+  std::filesystem::path path_;
+  int counter_ = 0;
+};
+
+TEST_F(CliConfigFile, BadConfigGivesOneLineAndExitTwo) {
+  const std::string cases[] = {
+      "models:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n",   // bad value
+      "models:\n  - name: a\n    path: /a\n    max_num_seq: 1\n",    // unknown key
+      "server:\n  port: abc\nmodels:\n  - name: a\n    path: /a\n",  // wrong type
+      "models: [\n",                                                 // malformed YAML
+  };
+  for (const std::string& text : cases) {
+    const std::string path = write(text);
+    const CommandResult result = run(fmt::format("serve --config '{}' --check", path));
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_EQ(result.output.rfind(path + ":", 0), 0u) << result.output;
+    EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
+  }
+}
+
+TEST(Cli, ServeWithoutConfigIsUsageError) {
+  EXPECT_EQ(run("serve").exit_code, 2);
+  EXPECT_EQ(run("serve --bogus").exit_code, 2);
+  EXPECT_EQ(run("serve --config /nonexistent.yaml --check").exit_code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,324 @@
+#include "service/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+namespace tern::service {
+namespace {
+
+EnvironmentLookup fake_environment(std::map<std::string, std::string> variables) {
+  return [variables = std::move(variables)](std::string_view name) -> std::optional<std::string> {
+    const auto found = variables.find(std::string(name));
+    if (found == variables.end()) return std::nullopt;
+    return found->second;
+  };
+}
+
+const EnvironmentLookup kNoEnvironment = fake_environment({});
+
+std::string error_of(std::string_view yaml, const EnvironmentLookup& env = kNoEnvironment) {
+  const auto config = parse_config(yaml, "test.yaml", env);
+  EXPECT_FALSE(config.ok()) << "expected an error for:\n" << yaml;
+  return config.ok() ? std::string() : config.error().message;
+}
+
+constexpr std::string_view kMinimal = "models:\n  - name: m\n    path: /m.gguf\n";
+
+TEST(Config, MinimalFileGetsDefaults) {
+  const auto config = parse_config(kMinimal, "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->server.host, "0.0.0.0");
+  EXPECT_EQ(config->server.port, 8000);
+  EXPECT_EQ(config->server.io_threads, 1);
+  EXPECT_TRUE(config->server.api_keys.empty());
+  EXPECT_EQ(config->logging.level, "info");
+  EXPECT_EQ(config->logging.format, LogFormat::text);
+  ASSERT_EQ(config->models.size(), 1u);
+  const ModelConfig& m = config->models[0];
+  EXPECT_EQ(m.name, "m");
+  EXPECT_EQ(m.path, "/m.gguf");
+  EXPECT_EQ(m.backend, "cpu");
+  EXPECT_EQ(m.max_num_seqs, 64);
+  EXPECT_EQ(m.max_num_batched_tokens, 2048);
+  EXPECT_EQ(m.kv_cache_bytes, 1ull << 30);
+  EXPECT_EQ(m.block_size, 16);
+  EXPECT_EQ(m.kv_cache_dtype, "f16");
+  EXPECT_TRUE(m.enable_prefix_caching);
+  EXPECT_FALSE(m.required);
+  EXPECT_FALSE(m.sampling.temperature.has_value());
+}
+
+TEST(Config, ReadsEveryField) {
+  const std::string yaml = R"(
+server:
+  host: 127.0.0.1
+  port: 9000
+  io_threads: 4
+  api_keys: [a, b]
+  protect_operational_endpoints: true
+  limits: {max_body_bytes: 1MiB, max_header_bytes: 8KiB, max_connections: 100,
+           stream_buffer_bytes: 64KiB}
+  timeouts: {header_s: 1, body_s: 2, idle_s: 3, drain_s: 4.5, slow_client_s: 6,
+             sse_keepalive_s: 7}
+logging: {level: debug, format: json}
+models:
+  - name: big
+    path: /models/big
+    aliases: [b1, b2]
+    backend: cuda
+    devices: [0, 1]
+    threads: 2
+    max_model_len: 4096
+    max_num_seqs: 8
+    max_num_batched_tokens: 512
+    max_waiting_requests: 10
+    kv_cache_bytes: 2GB
+    block_size: 32
+    kv_cache_dtype: bf16
+    enable_prefix_caching: false
+    chat_template: /t.jinja
+    required: true
+    sampling: {temperature: 0.5, top_p: 0.9, top_k: 40, min_p: 0.05, repetition_penalty: 1.1,
+               presence_penalty: 0.5, frequency_penalty: -0.5, max_tokens: 100, seed: 42}
+)";
+  const auto config = parse_config(yaml, "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const ServerConfig& s = config->server;
+  EXPECT_EQ(s.host, "127.0.0.1");
+  EXPECT_EQ(s.port, 9000);
+  EXPECT_EQ(s.io_threads, 4);
+  EXPECT_EQ(s.api_keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(s.protect_operational_endpoints);
+  EXPECT_EQ(s.limits.max_body_bytes, 1u << 20);
+  EXPECT_EQ(s.limits.max_header_bytes, 8u << 10);
+  EXPECT_EQ(s.limits.max_connections, 100);
+  EXPECT_EQ(s.limits.stream_buffer_bytes, 64u << 10);
+  EXPECT_DOUBLE_EQ(s.timeouts.header_s, 1);
+  EXPECT_DOUBLE_EQ(s.timeouts.body_s, 2);
+  EXPECT_DOUBLE_EQ(s.timeouts.idle_s, 3);
+  EXPECT_DOUBLE_EQ(s.timeouts.drain_s, 4.5);
+  EXPECT_DOUBLE_EQ(s.timeouts.slow_client_s, 6);
+  EXPECT_DOUBLE_EQ(s.timeouts.sse_keepalive_s, 7);
+  EXPECT_EQ(config->logging.level, "debug");
+  EXPECT_EQ(config->logging.format, LogFormat::json);
+  const ModelConfig& m = config->models.at(0);
+  EXPECT_EQ(m.aliases, (std::vector<std::string>{"b1", "b2"}));
+  EXPECT_EQ(m.backend, "cuda");
+  EXPECT_EQ(m.devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m.threads, 2);
+  EXPECT_EQ(m.max_model_len, 4096);
+  EXPECT_EQ(m.max_num_seqs, 8);
+  EXPECT_EQ(m.max_num_batched_tokens, 512);
+  EXPECT_EQ(m.max_waiting_requests, 10);
+  EXPECT_EQ(m.kv_cache_bytes, 2000000000ull);
+  EXPECT_EQ(m.block_size, 32);
+  EXPECT_EQ(m.kv_cache_dtype, "bf16");
+  EXPECT_FALSE(m.enable_prefix_caching);
+  EXPECT_EQ(m.chat_template, "/t.jinja");
+  EXPECT_TRUE(m.required);
+  EXPECT_DOUBLE_EQ(*m.sampling.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(*m.sampling.top_p, 0.9);
+  EXPECT_EQ(*m.sampling.top_k, 40);
+  EXPECT_DOUBLE_EQ(*m.sampling.min_p, 0.05);
+  EXPECT_DOUBLE_EQ(*m.sampling.repetition_penalty, 1.1);
+  EXPECT_DOUBLE_EQ(*m.sampling.presence_penalty, 0.5);
+  EXPECT_DOUBLE_EQ(*m.sampling.frequency_penalty, -0.5);
+  EXPECT_EQ(*m.sampling.max_tokens, 100);
+  EXPECT_EQ(*m.sampling.seed, 42u);
+}
+
+TEST(Config, ErrorNamesFileLineAndKey) {
+  const std::string yaml =
+      "server:\n  port: 8000\nmodels:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n";
+  EXPECT_EQ(error_of(yaml), "test.yaml:6: models[0].max_num_seqs must be > 0");
+}
+
+TEST(Config, UnknownKeySuggestsNearest) {
+  EXPECT_EQ(error_of("models:\n  - name: a\n    path: /a\n    max_num_seq: 4\n"),
+            "test.yaml:4: models[0].max_num_seq is not a known key (did you mean "
+            "'max_num_seqs'?)");
+  EXPECT_EQ(error_of("sever:\n  port: 1\n"),
+            "test.yaml:1: sever is not a known key (did you mean 'server'?)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "server:\n  limits:\n    max_body: 1\n"),
+            "test.yaml:6: server.limits.max_body is not a known key (did you mean "
+            "'max_body_bytes'?)");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "zzzzzzzz: 1\n"),
+            "test.yaml:4: zzzzzzzz is not a known key");
+}
+
+TEST(Config, WrongTypes) {
+  const std::string models(kMinimal);
+  EXPECT_EQ(error_of("server:\n  port: eighty\n" + models),
+            "test.yaml:2: server.port must be an integer, got 'eighty'");
+  EXPECT_EQ(error_of("server:\n  port: [1]\n" + models),
+            "test.yaml:2: server.port must be a scalar value");
+  EXPECT_EQ(error_of("server: 5\n" + models), "test.yaml:1: server must be a mapping");
+  EXPECT_EQ(error_of("server:\n  api_keys: k\n" + models),
+            "test.yaml:2: server.api_keys must be a list");
+  EXPECT_EQ(error_of("server:\n  timeouts:\n    idle_s: soon\n" + models),
+            "test.yaml:3: server.timeouts.idle_s must be a finite number, got 'soon'");
+  EXPECT_EQ(error_of(models + "    enable_prefix_caching: maybe\n"),
+            "test.yaml:4: models[0].enable_prefix_caching must be true or false, got 'maybe'");
+  EXPECT_EQ(error_of(models + "    kv_cache_bytes: lots\n"),
+            "test.yaml:4: models[0].kv_cache_bytes must be a byte size such as 1073741824 or "
+            "1GiB, got 'lots'");
+  EXPECT_EQ(error_of(models + "    kv_cache_bytes: 3XB\n"),
+            "test.yaml:4: models[0].kv_cache_bytes must be a byte size such as 1073741824 or "
+            "1GiB, got '3XB'");
+  EXPECT_EQ(error_of("server:\n  port: 99999999999\n" + models),
+            "test.yaml:2: server.port is out of range: 99999999999");
+  EXPECT_EQ(error_of(models + "    devices: 0\n"),
+            "test.yaml:4: models[0].devices must be a list of device ordinals");
+}
+
+TEST(Config, RangeChecks) {
+  const std::string models(kMinimal);
+  struct Case {
+    std::string yaml, expected;
+  };
+  const std::vector<Case> cases = {
+      {"server:\n  port: 70000\n" + models, "test.yaml:2: server.port must be in 0..65535"},
+      {"server:\n  io_threads: 0\n" + models, "test.yaml:2: server.io_threads must be in 1..256"},
+      {"server:\n  host: ''\n" + models, "test.yaml:2: server.host must not be empty"},
+      {"server:\n  api_keys: ['']\n" + models, "test.yaml:2: server.api_keys[0] must not be empty"},
+      {"server:\n  limits:\n    max_connections: -1\n" + models,
+       "test.yaml:3: server.limits.max_connections must be > 0"},
+      {"server:\n  limits:\n    max_body_bytes: 0\n" + models,
+       "test.yaml:3: server.limits.max_body_bytes must be > 0"},
+      {"server:\n  timeouts:\n    drain_s: 0\n" + models,
+       "test.yaml:3: server.timeouts.drain_s must be > 0 seconds"},
+      {"logging:\n  level: loud\n" + models,
+       "test.yaml:2: logging.level must be one of trace, debug, info, warn, error, critical, "
+       "off"},
+      {"logging:\n  format: xml\n" + models, "test.yaml:2: logging.format must be text or json"},
+      {models + "    backend: tpu\n",
+       "test.yaml:4: models[0].backend must be cpu or cuda, got 'tpu'"},
+      {models + "    devices: [0]\n",
+       "test.yaml:4: models[0].devices is only valid with backend: cuda"},
+      {models + "    backend: cuda\n    devices: [0, -1]\n",
+       "test.yaml:5: models[0].devices[1] must be >= 0"},
+      {models + "    backend: cuda\n    devices: [1, 1]\n",
+       "test.yaml:5: models[0].devices[1] repeats device 1"},
+      {models + "    threads: -2\n",
+       "test.yaml:4: models[0].threads must be >= 0 (0 means one per core)"},
+      {models + "    max_model_len: 0\n", "test.yaml:4: models[0].max_model_len must be > 0"},
+      {models + "    max_num_batched_tokens: -5\n",
+       "test.yaml:4: models[0].max_num_batched_tokens must be > 0"},
+      {models + "    max_waiting_requests: 0\n",
+       "test.yaml:4: models[0].max_waiting_requests must be > 0"},
+      {models + "    kv_cache_bytes: 0\n", "test.yaml:4: models[0].kv_cache_bytes must be > 0"},
+      {models + "    block_size: 24\n",
+       "test.yaml:4: models[0].block_size must be a power of two up to 256"},
+      {models + "    kv_cache_dtype: int4\n",
+       "test.yaml:4: models[0].kv_cache_dtype must be f16, bf16 or f32"},
+      {models + "    sampling:\n      temperature: -1\n",
+       "test.yaml:5: models[0].sampling.temperature must be in [0, 100]"},
+      {models + "    sampling:\n      top_p: 0\n",
+       "test.yaml:5: models[0].sampling.top_p must be in (0, 1]"},
+      {models + "    sampling:\n      top_k: -3\n",
+       "test.yaml:5: models[0].sampling.top_k must be >= -1 (-1 or 0 disables it)"},
+      {models + "    sampling:\n      min_p: 1.5\n",
+       "test.yaml:5: models[0].sampling.min_p must be in [0, 1]"},
+      {models + "    sampling:\n      repetition_penalty: 0\n",
+       "test.yaml:5: models[0].sampling.repetition_penalty must be > 0"},
+      {models + "    sampling:\n      presence_penalty: 3\n",
+       "test.yaml:5: models[0].sampling.presence_penalty must be in [-2, 2]"},
+      {models + "    sampling:\n      frequency_penalty: -3\n",
+       "test.yaml:5: models[0].sampling.frequency_penalty must be in [-2, 2]"},
+      {models + "    sampling:\n      max_tokens: 0\n",
+       "test.yaml:5: models[0].sampling.max_tokens must be > 0"},
+      {models + "    sampling:\n      seed: -1\n",
+       "test.yaml:5: models[0].sampling.seed must be >= 0"},
+      {models + "    sampling:\n      temprature: 1\n",
+       "test.yaml:5: models[0].sampling.temprature is not a known key (did you mean "
+       "'temperature'?)"},
+      {models + "    sampling:\n      temperature: .nan\n",
+       "test.yaml:5: models[0].sampling.temperature must be a finite number, got '.nan'"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(c.yaml), c.expected) << c.yaml;
+}
+
+TEST(Config, ModelListRules) {
+  EXPECT_EQ(error_of("server:\n  port: 1\n"),
+            "test.yaml:1: models is required: list at least one model");
+  EXPECT_EQ(error_of("models: []\n"), "test.yaml:1: models must be a non-empty list of models");
+  EXPECT_EQ(error_of("models:\n  - path: /a\n"), "test.yaml:2: models[0].name is required");
+  EXPECT_EQ(error_of("models:\n  - name: a\n"), "test.yaml:2: models[0].path is required");
+  EXPECT_EQ(error_of("models:\n  - name: ''\n    path: /a\n"),
+            "test.yaml:2: models[0].name must not be empty");
+  EXPECT_EQ(error_of("models:\n  - name: a\n    path: /a\n  - name: a\n    path: /b\n"),
+            "test.yaml:4: models[1].name repeats the name 'a'");
+  EXPECT_EQ(
+      error_of("models:\n  - name: a\n    path: /a\n  - name: b\n    path: /b\n    aliases: [a]\n"),
+      "test.yaml:6: models[1].aliases[0] 'a' is already the name or alias of another model");
+  EXPECT_EQ(error_of("models:\n  - just-a-string\n"), "test.yaml:2: models[0] must be a mapping");
+}
+
+TEST(Config, MalformedYaml) {
+  const std::string message = error_of("models:\n  - name: [unclosed\n");
+  EXPECT_EQ(message.rfind("test.yaml:", 0), 0u) << message;
+  EXPECT_NE(message.find("invalid YAML"), std::string::npos) << message;
+  EXPECT_EQ(error_of(""), "test.yaml:0: config is empty");
+  EXPECT_EQ(error_of("just text\n"), "test.yaml:1: config must be a mapping");
+}
+
+TEST(Config, ExpandsEnvironmentVariables) {
+  const auto env = fake_environment({{"KEY", "sk-secret"}, {"PORT", "9100"}});
+  const std::string yaml = std::string(
+                               "server:\n  port: ${PORT}\n  api_keys: ['${KEY}', "
+                               "'pre-${MISSING:-fallback}-post']\n") +
+                           std::string(kMinimal);
+  const auto config = parse_config(yaml, "test.yaml", env);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->server.port, 9100);
+  EXPECT_EQ(config->server.api_keys, (std::vector<std::string>{"sk-secret", "pre-fallback-post"}));
+}
+
+TEST(Config, EnvironmentErrors) {
+  const std::string models(kMinimal);
+  EXPECT_EQ(error_of("server:\n  api_keys: ['${NOPE}']\n" + models),
+            "test.yaml:2: server.api_keys[0] refers to environment variable NOPE, which is not "
+            "set");
+  EXPECT_EQ(error_of("server:\n  host: '${HOST'\n" + models),
+            "test.yaml:2: server.host has an unterminated ${...}");
+  EXPECT_EQ(error_of("server:\n  host: '${a-b}'\n" + models),
+            "test.yaml:2: server.host has an invalid variable name '${a-b}'");
+}
+
+TEST(Config, DumpRedactsSecretsAndRoundTrips) {
+  const auto env = fake_environment({{"KEY", "sk-secret"}});
+  const auto config = parse_config(
+      std::string("server:\n  api_keys: ['${KEY}']\n") + std::string(kMinimal), "t.yaml", env);
+  ASSERT_TRUE(config.ok());
+  const std::string dumped = dump_config(*config);
+  EXPECT_EQ(dumped.find("sk-secret"), std::string::npos);
+  EXPECT_NE(dumped.find("<redacted>"), std::string::npos);
+  const auto reparsed = parse_config(dumped, "dump.yaml", kNoEnvironment);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.error().message << "\n" << dumped;
+  EXPECT_EQ(reparsed->models[0].kv_cache_bytes, config->models[0].kv_cache_bytes);
+  EXPECT_EQ(reparsed->server.port, config->server.port);
+}
+
+TEST(Config, MissingFileIsAnError) {
+  const auto config = load_config_file("/nonexistent/tern.yaml", kNoEnvironment);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "/nonexistent/tern.yaml: cannot open config file");
+}
+
+TEST(Config, EveryShippedExampleValidates) {
+  const std::filesystem::path directory = std::filesystem::path(TERN_SOURCE_DIR) / "config";
+  const auto env = fake_environment({{"TERN_API_KEY", "sk-test"}});
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    const auto config = load_config_file(entry.path().string(), env);
+    EXPECT_TRUE(config.ok()) << (config.ok() ? "" : config.error().message);
+  }
+  EXPECT_GE(examples, 3);
+}
+
+}  // namespace
+}  // namespace tern::service

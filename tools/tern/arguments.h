@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/expected.h"
+
+namespace tern::tools {
+
+struct OptionSpec {
+  std::string_view name;  // without the leading dashes
+  bool takes_value = false;
+  std::string_view help;
+};
+
+// Command-line options of one subcommand: `--name value`, `--name=value`, boolean `--name`,
+// and positional arguments. Unknown options are errors, so typos never pass silently.
+class Arguments {
+ public:
+  static Expected<Arguments> parse(std::span<char* const> args, std::span<const OptionSpec> specs);
+
+  bool has(std::string_view name) const { return values_.contains(std::string(name)); }
+  std::optional<std::string> value(std::string_view name) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+  // Integer and number options with a default; errors name the option.
+  Expected<long long> integer(std::string_view name, long long fallback) const;
+  Expected<double> number(std::string_view name, double fallback) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+// "  --name VALUE   help" lines for a usage message.
+std::string describe_options(std::span<const OptionSpec> specs);
+
+}  // namespace tern::tools
