@@ -49,4 +49,6 @@ int command_serve(std::span<char* const> args) {
   return kExitUsage;
 }
 
+TERN_SUBCOMMAND("serve", "serve models over the OpenAI-compatible HTTP API", command_serve);
+
 }  // namespace tern::tools

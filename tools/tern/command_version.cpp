@@ -23,4 +23,6 @@ int command_version(std::span<char* const>) {
   return 0;
 }
 
+TERN_SUBCOMMAND("version", "print version, build, CPU features and devices", command_version);
+
 }  // namespace tern::tools

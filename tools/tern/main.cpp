@@ -1,4 +1,4 @@
-#include <array>
+#include <algorithm>
 #include <span>
 #include <string_view>
 
@@ -6,25 +6,38 @@
 
 #include "tools/tern/subcommands.h"
 
+namespace tern::tools {
+
 namespace {
+std::vector<Subcommand>& registry() {
+  static std::vector<Subcommand> commands;
+  return commands;
+}
+}  // namespace
 
-struct Subcommand {
-  std::string_view name;
-  int (*run)(std::span<char* const> args);
-  std::string_view summary;
-};
+bool register_subcommand(Subcommand command) {
+  auto& commands = registry();
+  commands.insert(
+      std::upper_bound(commands.begin(), commands.end(), command,
+                       [](const Subcommand& a, const Subcommand& b) { return a.name < b.name; }),
+      command);
+  return true;
+}
 
-constexpr std::array<Subcommand, 2> kSubcommands{{
-    {"serve", tern::tools::command_serve, "serve models over the OpenAI-compatible HTTP API"},
-    {"version", tern::tools::command_version, "print version, build, CPU features and devices"},
-}};
+const std::vector<Subcommand>& subcommands() {
+  return registry();
+}
+
+}  // namespace tern::tools
+
+namespace {
 
 void print_usage(std::FILE* out) {
   fmt::print(out, "tern: an LLM inference server with an OpenAI-compatible API\n\n");
   fmt::print(out, "usage: tern <command> [options]\n       tern --version | --help\n\n");
   fmt::print(out, "commands:\n");
-  for (const Subcommand& command : kSubcommands) {
-    fmt::print(out, "  {:<12} {}\n", command.name, command.summary);
+  for (const tern::tools::Subcommand& command : tern::tools::subcommands()) {
+    fmt::print(out, "  {:<16} {}\n", command.name, command.summary);
   }
   fmt::print(out, "\nRun 'tern <command> --help' for a command's options.\n");
 }
@@ -42,7 +55,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (first == "--version") return tern::tools::command_version({});
-  for (const Subcommand& command : kSubcommands) {
+  for (const tern::tools::Subcommand& command : tern::tools::subcommands()) {
     if (command.name == first) {
       return command.run(std::span<char* const>(argv + 2, static_cast<std::size_t>(argc - 2)));
     }
