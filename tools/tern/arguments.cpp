@@ -13,21 +13,26 @@ Expected<Arguments> Arguments::parse(std::span<char* const> args,
   Arguments parsed;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
-    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+    const bool is_long = arg.size() >= 3 && arg.substr(0, 2) == "--";
+    const bool is_short = !is_long && arg.size() == 2 && arg[0] == '-' && arg[1] != '-';
+    if (!is_long && !is_short) {
       parsed.positional_.emplace_back(arg);
       continue;
     }
-    arg.remove_prefix(2);
+    arg.remove_prefix(is_long ? 2 : 1);
     std::optional<std::string> inline_value;
-    if (const auto equals = arg.find('='); equals != std::string_view::npos) {
+    if (const auto equals = arg.find('='); is_long && equals != std::string_view::npos) {
       inline_value = std::string(arg.substr(equals + 1));
       arg = arg.substr(0, equals);
     }
     const OptionSpec* spec = nullptr;
     for (const OptionSpec& candidate : specs) {
-      if (candidate.name == arg) spec = &candidate;
+      if (is_long ? candidate.name == arg : candidate.short_name == arg[0]) spec = &candidate;
     }
-    if (spec == nullptr) return Error{fmt::format("unknown option --{}", arg)};
+    if (spec == nullptr) {
+      return Error{fmt::format("unknown option {}{}", is_long ? "--" : "-", arg)};
+    }
+    arg = spec->name;
     std::string value;
     if (spec->takes_value) {
       if (inline_value) {

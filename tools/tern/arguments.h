@@ -15,10 +15,11 @@ struct OptionSpec {
   std::string_view name;  // without the leading dashes
   bool takes_value = false;
   std::string_view help;
+  char short_name = 0;  // `-n` for `--name`, or 0
 };
 
-// Command-line options of one subcommand: `--name value`, `--name=value`, boolean `--name`,
-// and positional arguments. Unknown options are errors, so typos never pass silently.
+// Command-line options of one subcommand: `--name value`, `--name=value`, `-n value`, boolean
+// `--name`, and positional arguments. Unknown options are errors, so typos never pass silently.
 class Arguments {
  public:
   static Expected<Arguments> parse(std::span<char* const> args, std::span<const OptionSpec> specs);

@@ -1,6 +1,7 @@
 #include "service/logging.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 namespace tern::service {
@@ -37,6 +38,27 @@ TEST(Logging, RejectsBadEnvironmentValues) {
   const Status bad_format = configure_logging(config, environment_with(std::nullopt, "xml"));
   ASSERT_FALSE(bad_format.ok());
   EXPECT_EQ(bad_format.message(), "TERN_LOG_FORMAT must be text or json, got 'xml'");
+}
+
+TEST(Logging, JsonLinesStayParseableWhateverTheMessage) {
+  LoggingConfig config;
+  config.format = LogFormat::json;
+  ASSERT_TRUE(configure_logging(config, environment_with(std::nullopt, std::nullopt)).ok());
+  ::testing::internal::CaptureStderr();
+  spdlog::info("quote \" backslash \\ newline \n tab \t bell \x07 done");
+  spdlog::default_logger()->flush();
+  const std::string line = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(line.empty());
+  ASSERT_EQ(line.back(), '\n');
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
+  simdjson::dom::parser parser;
+  simdjson::dom::element record;
+  ASSERT_EQ(parser.parse(line).get(record), simdjson::SUCCESS) << line;
+  std::string_view message, level;
+  ASSERT_EQ(record["message"].get(message), simdjson::SUCCESS);
+  ASSERT_EQ(record["level"].get(level), simdjson::SUCCESS);
+  EXPECT_EQ(level, "info");
+  EXPECT_EQ(message, "quote \" backslash \\ newline \n tab \t bell \x07 done");
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "engine/batch_plan.h"
+#include "engine/expected.h"
+
+namespace tern::engine {
+
+enum class KvCacheType { f32, f16, bf16 };
+
+struct KvCacheSpec {
+  KvCacheType type = KvCacheType::f16;
+  std::int32_t block_size = 16;
+  std::int32_t num_blocks = 0;
+};
+
+// What runs a model's forward pass on one kind of device. The backend owns the weights as the
+// device sees them, the KV memory and every activation buffer; the engine owns the policy
+// (which tokens run, which KV blocks they use) and hands it over as a BatchPlan.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual std::int32_t vocab_size() const = 0;
+  virtual std::int32_t max_batch_tokens() const = 0;
+
+  // Bytes one KV block takes across all layers, to size num_blocks from a memory budget.
+  virtual std::uint64_t kv_block_bytes(KvCacheType type, std::int32_t block_size) const = 0;
+
+  // (Re)allocates the KV pools; every block id in later plans must be below spec.num_blocks.
+  virtual Status allocate_kv_cache(const KvCacheSpec& spec) = 0;
+
+  // Runs every layer over the plan's tokens, writing K/V at the plan's positions, and writes
+  // one row of vocab_size() logits per sequence that wants them, in plan order.
+  virtual Status forward(const BatchPlan& plan, std::span<float> logits) = 0;
+};
+
+}  // namespace tern::engine

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace tern::engine {
+
+// One sequence's share of a step: a contiguous run of query tokens (a prefill chunk, or one
+// decode token) that attends to everything the sequence has cached before it.
+struct SequenceChunk {
+  std::int32_t token_begin = 0;        // first row of this chunk in BatchPlan::token_ids
+  std::int32_t token_count = 0;        // query length
+  std::int32_t first_position = 0;     // position of the chunk's first token
+  std::int32_t block_table_begin = 0;  // this sequence's block table in BatchPlan::block_tables
+  std::int32_t block_count = 0;
+  bool wants_logits = false;  // logits for the chunk's last token
+};
+
+// A ragged batch for one forward pass. The vectors are reused from step to step (clear() keeps
+// their capacity), so a steady-state step allocates nothing and a GPU backend can keep the
+// buffers it captured into a graph.
+struct BatchPlan {
+  std::vector<std::int32_t> token_ids;     // all query tokens, sequence after sequence
+  std::vector<std::int32_t> positions;     // position of each query token
+  std::vector<std::int32_t> block_tables;  // KV block ids, sequence after sequence
+  std::vector<SequenceChunk> sequences;
+
+  void clear() {
+    token_ids.clear();
+    positions.clear();
+    block_tables.clear();
+    sequences.clear();
+  }
+
+  std::int32_t num_tokens() const { return static_cast<std::int32_t>(token_ids.size()); }
+
+  std::int32_t num_logit_rows() const {
+    std::int32_t rows = 0;
+    for (const SequenceChunk& sequence : sequences) rows += sequence.wants_logits ? 1 : 0;
+    return rows;
+  }
+};
+
+}  // namespace tern::engine
