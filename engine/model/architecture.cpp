@@ -1,0 +1,60 @@
+#include "engine/model/architecture.h"
+
+#include <array>
+
+namespace tern::engine {
+namespace {
+
+constexpr std::array<ArchitectureInfo, 3> kArchitectures{{
+    {"llama", false, false},
+    {"qwen2", true, false},
+    {"qwen3", false, true},
+}};
+
+struct HfName {
+  std::string_view hf;
+  std::string_view gguf;
+};
+
+// Mistral is the Llama graph (its sliding window only matters past the window length).
+constexpr std::array<HfName, 8> kHfNames{{
+    {"llama", "llama"},
+    {"mistral", "llama"},
+    {"qwen2", "qwen2"},
+    {"qwen3", "qwen3"},
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "llama"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},
+}};
+
+const ArchitectureInfo* from_hf_name(std::string_view name) {
+  for (const HfName& entry : kHfNames) {
+    if (entry.hf == name) return find_architecture(entry.gguf);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const ArchitectureInfo* find_architecture(std::string_view gguf_name) {
+  for (const ArchitectureInfo& info : kArchitectures) {
+    if (info.name == gguf_name) return &info;
+  }
+  return nullptr;
+}
+
+const ArchitectureInfo* find_hf_architecture(std::string_view model_type,
+                                             std::span<const std::string_view> architectures) {
+  if (const ArchitectureInfo* info = from_hf_name(model_type)) return info;
+  for (std::string_view name : architectures) {
+    if (const ArchitectureInfo* info = from_hf_name(name)) return info;
+  }
+  return nullptr;
+}
+
+std::string supported_architectures() {
+  return "llama (Llama 2/3, TinyLlama, Mistral), qwen2, qwen3";
+}
+
+}  // namespace tern::engine

@@ -1,0 +1,23 @@
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tern::engine {
+
+// What the loaders need to know about a supported architecture. Names are GGUF's
+// `general.architecture` values; Hugging Face names map onto them.
+struct ArchitectureInfo {
+  std::string_view name;  // "llama", "qwen2", "qwen3"
+  bool qkv_bias;          // Q/K/V projections always carry a bias (qwen2)
+  bool qk_norm;           // per-head RMSNorm of Q and K before RoPE (qwen3)
+};
+
+const ArchitectureInfo* find_architecture(std::string_view gguf_name);
+// From config.json: `model_type`, else the first of `architectures` that we know.
+const ArchitectureInfo* find_hf_architecture(std::string_view model_type,
+                                             std::span<const std::string_view> architectures);
+std::string supported_architectures();  // "llama (Llama 2/3, TinyLlama, Mistral), qwen2, qwen3"
+
+}  // namespace tern::engine

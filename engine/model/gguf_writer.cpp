@@ -1,0 +1,268 @@
+#include "engine/model/gguf_writer.h"
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+namespace tern::engine {
+namespace {
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+}  // namespace
+
+template <typename T>
+void GgufWriter::append_pod(T value) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+  metadata_.insert(metadata_.end(), bytes, bytes + sizeof(T));
+}
+
+void GgufWriter::append_string(std::string_view value) {
+  append_pod<std::uint64_t>(value.size());
+  const auto* bytes = reinterpret_cast<const std::byte*>(value.data());
+  metadata_.insert(metadata_.end(), bytes, bytes + value.size());
+}
+
+void GgufWriter::append_key(std::string_view key, GgufValueType type) {
+  append_string(key);
+  append_pod<std::uint32_t>(static_cast<std::uint32_t>(type));
+  ++metadata_count_;
+}
+
+void GgufWriter::add_string(std::string_view key, std::string_view value) {
+  append_key(key, GgufValueType::string);
+  append_string(value);
+}
+
+void GgufWriter::add_uint32(std::string_view key, std::uint32_t value) {
+  append_key(key, GgufValueType::uint32);
+  append_pod(value);
+}
+
+void GgufWriter::add_int32(std::string_view key, std::int32_t value) {
+  append_key(key, GgufValueType::int32);
+  append_pod(value);
+}
+
+void GgufWriter::add_float32(std::string_view key, float value) {
+  append_key(key, GgufValueType::float32);
+  append_pod(value);
+}
+
+void GgufWriter::add_bool(std::string_view key, bool value) {
+  append_key(key, GgufValueType::boolean);
+  append_pod<std::uint8_t>(value ? 1 : 0);
+}
+
+void GgufWriter::add_string_array(std::string_view key, std::span<const std::string_view> values) {
+  append_key(key, GgufValueType::array);
+  append_pod<std::uint32_t>(static_cast<std::uint32_t>(GgufValueType::string));
+  append_pod<std::uint64_t>(values.size());
+  for (std::string_view value : values) append_string(value);
+}
+
+void GgufWriter::add_string_array(std::string_view key, std::span<const std::string> values) {
+  std::vector<std::string_view> views(values.begin(), values.end());
+  add_string_array(key, views);
+}
+
+void GgufWriter::add_float32_array(std::string_view key, std::span<const float> values) {
+  append_key(key, GgufValueType::array);
+  append_pod<std::uint32_t>(static_cast<std::uint32_t>(GgufValueType::float32));
+  append_pod<std::uint64_t>(values.size());
+  for (float value : values) append_pod(value);
+}
+
+void GgufWriter::add_int32_array(std::string_view key, std::span<const std::int32_t> values) {
+  append_key(key, GgufValueType::array);
+  append_pod<std::uint32_t>(static_cast<std::uint32_t>(GgufValueType::int32));
+  append_pod<std::uint64_t>(values.size());
+  for (std::int32_t value : values) append_pod(value);
+}
+
+Status GgufWriter::copy_metadata(const GgufFile& source, std::string_view key) {
+  if (!source.has(key)) return Error{fmt::format("{}: no metadata key '{}'", source.path(), key)};
+  const GgufValueType type = source.type_of(key);
+  auto copy_scalar = [&](GgufValueType scalar_type, auto write_value) {
+    append_key(key, scalar_type);
+    write_value();
+  };
+  switch (type) {
+    case GgufValueType::string:
+      add_string(key, *source.get_string(key));
+      return Status::success();
+    case GgufValueType::float32:
+      add_float32(key, static_cast<float>(*source.get_float(key)));
+      return Status::success();
+    case GgufValueType::float64:
+      copy_scalar(type, [&] { append_pod<double>(*source.get_float(key)); });
+      return Status::success();
+    case GgufValueType::boolean:
+      add_bool(key, *source.get_bool(key));
+      return Status::success();
+    case GgufValueType::array:
+      break;
+    default: {
+      const std::int64_t value = *source.get_int(key);
+      copy_scalar(type, [&] {
+        switch (type) {
+          case GgufValueType::uint8:
+            append_pod(static_cast<std::uint8_t>(value));
+            break;
+          case GgufValueType::int8:
+            append_pod(static_cast<std::int8_t>(value));
+            break;
+          case GgufValueType::uint16:
+            append_pod(static_cast<std::uint16_t>(value));
+            break;
+          case GgufValueType::int16:
+            append_pod(static_cast<std::int16_t>(value));
+            break;
+          case GgufValueType::uint32:
+            append_pod(static_cast<std::uint32_t>(value));
+            break;
+          case GgufValueType::int32:
+            append_pod(static_cast<std::int32_t>(value));
+            break;
+          case GgufValueType::uint64:
+            append_pod(static_cast<std::uint64_t>(value));
+            break;
+          default:
+            append_pod(static_cast<std::int64_t>(value));
+            break;
+        }
+      });
+      return Status::success();
+    }
+  }
+  const GgufArray array = *source.get_array(key);
+  switch (array.element_type()) {
+    case GgufValueType::string:
+      add_string_array(key, array.strings());
+      return Status::success();
+    case GgufValueType::float32: {
+      const std::vector<double> numbers = array.numbers();
+      const std::vector<float> values(numbers.begin(), numbers.end());
+      add_float32_array(key, values);
+      return Status::success();
+    }
+    case GgufValueType::int32: {
+      const std::vector<std::int64_t> integers = array.integers();
+      const std::vector<std::int32_t> values(integers.begin(), integers.end());
+      add_int32_array(key, values);
+      return Status::success();
+    }
+    default: {
+      // Other element types are rare in metadata; keep their width and values.
+      const GgufValueType element = array.element_type();
+      if (element == GgufValueType::array) {
+        return Error{fmt::format("{}: metadata '{}' is a nested array, which is not copied",
+                                 source.path(), key)};
+      }
+      append_key(key, GgufValueType::array);
+      append_pod<std::uint32_t>(static_cast<std::uint32_t>(element));
+      append_pod<std::uint64_t>(array.size());
+      if (element == GgufValueType::float64) {
+        for (double value : array.numbers()) append_pod(value);
+        return Status::success();
+      }
+      for (std::int64_t value : array.integers()) {
+        switch (element) {
+          case GgufValueType::uint8:
+          case GgufValueType::boolean:
+            append_pod(static_cast<std::uint8_t>(value));
+            break;
+          case GgufValueType::int8:
+            append_pod(static_cast<std::int8_t>(value));
+            break;
+          case GgufValueType::uint16:
+            append_pod(static_cast<std::uint16_t>(value));
+            break;
+          case GgufValueType::int16:
+            append_pod(static_cast<std::int16_t>(value));
+            break;
+          case GgufValueType::uint32:
+            append_pod(static_cast<std::uint32_t>(value));
+            break;
+          case GgufValueType::uint64:
+            append_pod(static_cast<std::uint64_t>(value));
+            break;
+          default:
+            append_pod(value);
+            break;
+        }
+      }
+      return Status::success();
+    }
+  }
+}
+
+Status GgufWriter::add_tensor(std::string_view name, kernels::TensorType type,
+                              std::vector<std::int64_t> shape, TensorSource source) {
+  std::uint64_t elements = 1;
+  for (std::int64_t dim : shape) {
+    if (dim <= 0) return Error{fmt::format("tensor '{}': dimension {} is not positive", name, dim)};
+    elements *= static_cast<std::uint64_t>(dim);
+  }
+  if (shape.empty() || shape[0] % kernels::tensor_type_traits(type).block_elements != 0) {
+    return Error{fmt::format("tensor '{}': row length is not a multiple of the {} block", name,
+                             kernels::tensor_type_name(type))};
+  }
+  const auto bytes = kernels::tensor_bytes(type, elements);
+  if (!bytes) return Error{fmt::format("tensor '{}': size overflows", name)};
+  tensors_.push_back(Tensor{std::string(name), type, std::move(shape), *bytes, std::move(source)});
+  return Status::success();
+}
+
+Status GgufWriter::write(const std::string& path) const {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
+  if (!file) return Error{fmt::format("{}: cannot open for writing", path)};
+  std::vector<std::byte> header;
+  auto put = [&header](const void* data, std::size_t size) {
+    const auto* bytes = static_cast<const std::byte*>(data);
+    header.insert(header.end(), bytes, bytes + size);
+  };
+  const std::uint32_t magic = 0x46554747;  // "GGUF"
+  const std::uint32_t version = 3;
+  const std::uint64_t tensor_count = tensors_.size();
+  put(&magic, 4);
+  put(&version, 4);
+  put(&tensor_count, 8);
+  put(&metadata_count_, 8);
+  header.insert(header.end(), metadata_.begin(), metadata_.end());
+  std::uint64_t offset = 0;
+  for (const Tensor& tensor : tensors_) {
+    const std::uint64_t name_length = tensor.name.size();
+    put(&name_length, 8);
+    put(tensor.name.data(), tensor.name.size());
+    const auto dims = static_cast<std::uint32_t>(tensor.shape.size());
+    put(&dims, 4);
+    for (std::int64_t dim : tensor.shape) put(&dim, 8);
+    const auto type = static_cast<std::uint32_t>(tensor.type);
+    put(&type, 4);
+    put(&offset, 8);
+    offset += (tensor.bytes + alignment_ - 1) / alignment_ * alignment_;
+  }
+  header.resize((header.size() + alignment_ - 1) / alignment_ * alignment_);
+  if (std::fwrite(header.data(), 1, header.size(), file.get()) != header.size()) {
+    return Error{fmt::format("{}: write failed", path)};
+  }
+  std::vector<std::byte> data;
+  for (const Tensor& tensor : tensors_) {
+    data.assign((tensor.bytes + alignment_ - 1) / alignment_ * alignment_, std::byte{0});
+    if (Status filled = tensor.source(std::span(data.data(), tensor.bytes)); !filled.ok()) {
+      return Error{fmt::format("{}: tensor '{}': {}", path, tensor.name, filled.message())};
+    }
+    if (std::fwrite(data.data(), 1, data.size(), file.get()) != data.size()) {
+      return Error{fmt::format("{}: write failed", path)};
+    }
+  }
+  if (std::fflush(file.get()) != 0) return Error{fmt::format("{}: write failed", path)};
+  return Status::success();
+}
+
+}  // namespace tern::engine

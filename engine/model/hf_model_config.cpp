@@ -1,0 +1,175 @@
+// config_from_hf_directory: hyperparameters from a Hugging Face `config.json`, with the
+// sampling defaults and extra EOS ids of `generation_config.json`.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "engine/model/architecture.h"
+#include "engine/model/json_object_reader.h"
+#include "engine/model/model_config.h"
+#include "engine/model/printable.h"
+
+namespace tern::engine {
+namespace {
+
+std::optional<int> to_int(JsonObjectReader& reader, std::string_view key) {
+  const std::optional<std::int64_t> value = reader.get_int(key);
+  if (!value) return std::nullopt;
+  if (*value < std::numeric_limits<int>::min() || *value > std::numeric_limits<int>::max()) {
+    reader.fail(key, fmt::format("{} is out of range", *value));
+    return std::nullopt;
+  }
+  return static_cast<int>(*value);
+}
+
+std::optional<float> to_float(JsonObjectReader& reader, std::string_view key) {
+  const std::optional<double> value = reader.get_number(key);
+  if (!value) return std::nullopt;
+  return static_cast<float>(*value);
+}
+
+int required_int(JsonObjectReader& reader, std::string_view key) {
+  const std::optional<int> value = to_int(reader, key);
+  if (!value && !reader.get(key)) reader.fail(key, "missing");
+  return value.value_or(0);
+}
+
+void add_token_ids(JsonObjectReader& reader, std::string_view key, std::vector<int>& ids) {
+  const std::optional<std::vector<std::int64_t>> list = reader.get_int_list(key);
+  if (!list) return;
+  for (std::int64_t id : *list) {
+    if (id < 0 || id > std::numeric_limits<int>::max()) {
+      reader.fail(key, fmt::format("token id {} is out of range", id));
+      return;
+    }
+    if (std::find(ids.begin(), ids.end(), static_cast<int>(id)) == ids.end()) {
+      ids.push_back(static_cast<int>(id));
+    }
+  }
+}
+
+void read_rope_scaling(JsonObjectReader& config_reader, ModelConfig& config) {
+  const std::optional<simdjson::dom::object> object = config_reader.get_object("rope_scaling");
+  if (!object) return;
+  JsonObjectReader reader(*object, config_reader.context() + ": 'rope_scaling'");
+  std::optional<std::string_view> type = reader.get_string("rope_type");
+  if (!type) type = reader.get_string("type");
+  RopeScalingConfig& scaling = config.rope_scaling;
+  if (type == "linear") {
+    scaling.type = RopeScalingConfig::Type::linear;
+    scaling.factor = to_float(reader, "factor").value_or(1);
+  } else if (type == "llama3") {
+    scaling.type = RopeScalingConfig::Type::llama3;
+    scaling.factor = to_float(reader, "factor").value_or(1);
+    scaling.low_freq_factor = to_float(reader, "low_freq_factor").value_or(1);
+    scaling.high_freq_factor = to_float(reader, "high_freq_factor").value_or(4);
+    scaling.original_max_position =
+        to_int(reader, "original_max_position_embeddings").value_or(8192);
+  } else if (type && *type != "default") {
+    spdlog::warn(
+        "{}: RoPE scaling '{}' is not supported; positions beyond the original context "
+        "will degrade",
+        config_reader.context(), *type);
+  }
+  if (reader.error()) config_reader.fail("rope_scaling", reader.error()->message);
+}
+
+void read_generation_config(const std::string& path, ModelConfig& config,
+                            std::optional<Error>& error) {
+  std::error_code ignored;
+  if (!std::filesystem::exists(path, ignored)) return;
+  JsonDocument document;
+  if (Status status = parse_json_file(path, document); !status) {
+    error = Error{status.message()};
+    return;
+  }
+  JsonObjectReader reader(document.root, path);
+  GenerationDefaults& generation = config.generation;
+  generation.temperature = to_float(reader, "temperature");
+  generation.top_p = to_float(reader, "top_p");
+  generation.top_k = to_int(reader, "top_k");
+  generation.min_p = to_float(reader, "min_p");
+  generation.repetition_penalty = to_float(reader, "repetition_penalty");
+  add_token_ids(reader, "eos_token_id", config.eos_token_ids);
+  if (config.bos_token_id < 0) config.bos_token_id = to_int(reader, "bos_token_id").value_or(-1);
+  if (reader.error()) error = reader.error();
+}
+
+}  // namespace
+
+Expected<ModelConfig> config_from_hf_directory(const std::string& directory) {
+  const std::filesystem::path dir(directory);
+  const std::string config_path = (dir / "config.json").string();
+  JsonDocument document;
+  if (Status status = parse_json_file(config_path, document); !status)
+    return Error{status.message()};
+  JsonObjectReader reader(document.root, config_path);
+
+  std::vector<std::string_view> architectures;
+  if (const std::optional<simdjson::dom::element> list = reader.get("architectures")) {
+    simdjson::dom::array array;
+    if (!list->get_array().get(array)) {
+      for (simdjson::dom::element item : array) {
+        std::string_view name;
+        if (!item.get_string().get(name)) architectures.push_back(name);
+      }
+    }
+  }
+  const std::string_view model_type = reader.get_string("model_type").value_or("");
+  const ArchitectureInfo* arch = find_hf_architecture(model_type, architectures);
+  if (arch == nullptr) {
+    const std::string_view shown =
+        !model_type.empty() ? model_type : (architectures.empty() ? "" : architectures.front());
+    return Error{fmt::format("{}: unsupported architecture '{}' (supported: {})", config_path,
+                             printable(shown), supported_architectures())};
+  }
+
+  ModelConfig config;
+  config.architecture = std::string(arch->name);
+  config.hidden_size = required_int(reader, "hidden_size");
+  config.ffn_hidden_size = required_int(reader, "intermediate_size");
+  config.n_layers = required_int(reader, "num_hidden_layers");
+  config.n_heads = required_int(reader, "num_attention_heads");
+  config.n_kv_heads = to_int(reader, "num_key_value_heads").value_or(config.n_heads);
+  const int default_head_dim = config.n_heads > 0 ? config.hidden_size / config.n_heads : 0;
+  config.head_dim = to_int(reader, "head_dim").value_or(default_head_dim);
+  config.vocab_size = required_int(reader, "vocab_size");
+  config.context_length = to_int(reader, "max_position_embeddings").value_or(2048);
+  config.rms_norm_eps = to_float(reader, "rms_norm_eps").value_or(1e-6f);
+  config.rope_theta = to_float(reader, "rope_theta").value_or(10000.0f);
+  if (const std::optional<double> partial = reader.get_number("partial_rotary_factor");
+      partial && *partial != 1.0) {
+    reader.fail("partial_rotary_factor", "partial rotary embedding is not supported");
+  }
+  read_rope_scaling(reader, config);
+  if (config.rope_scaling.type == RopeScalingConfig::Type::linear &&
+      config.rope_scaling.factor == 1.0f) {
+    config.rope_scaling.type = RopeScalingConfig::Type::none;
+  }
+  config.rope_layout = RopeLayout::neox;
+  config.tied_embeddings = reader.get_bool("tie_word_embeddings").value_or(false);
+  config.qkv_bias = arch->qkv_bias || reader.get_bool("attention_bias").value_or(false);
+  config.qk_norm = arch->qk_norm;
+  add_token_ids(reader, "eos_token_id", config.eos_token_ids);
+  config.bos_token_id = to_int(reader, "bos_token_id").value_or(-1);
+  if (const std::optional<int> window = to_int(reader, "sliding_window");
+      window && *window < config.context_length &&
+      reader.get_bool("use_sliding_window").value_or(true)) {
+    spdlog::warn(
+        "{}: sliding-window attention ({} tokens) is not implemented; full attention "
+        "is used, which matches the model up to {} tokens",
+        config_path, *window, *window);
+  }
+  if (reader.error()) return *reader.error();
+
+  std::optional<Error> generation_error;
+  read_generation_config((dir / "generation_config.json").string(), config, generation_error);
+  if (generation_error) return *generation_error;
+  if (Status status = validate_config(config, config_path); !status) return Error{status.message()};
+  return config;
+}
+
+}  // namespace tern::engine

@@ -1,0 +1,44 @@
+#pragma once
+
+// SentencePiece-style BPE over a scored vocabulary, as llama.cpp's llm_tokenizer_spm does it for
+// GGUF "llama" vocabularies: merge the neighbouring pair whose concatenation is the
+// highest-scoring token, leftmost first; characters no token covers become <0xXX> byte tokens.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "engine/tokenizer/vocab.h"
+
+namespace tern::engine {
+
+struct SpmScratch {
+  struct Symbol {
+    std::int32_t prev;
+    std::int32_t next;
+    std::uint32_t offset;
+    std::uint32_t length;
+  };
+  struct Candidate {
+    float score;
+    std::int32_t left;
+    std::int32_t right;
+    std::uint32_t length;
+  };
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> heap;
+};
+
+class SpmModel {
+ public:
+  explicit SpmModel(std::optional<std::int32_t> unk_id) : unk_id_(unk_id) {}
+  // `text` is already escaped (spaces are U+2581). Invalid UTF-8 is fine: stray bytes become
+  // byte tokens.
+  void encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
+              std::vector<std::int32_t>& out) const;
+
+ private:
+  std::optional<std::int32_t> unk_id_;
+};
+
+}  // namespace tern::engine

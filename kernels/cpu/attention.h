@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/kv_store.h"
+
+namespace tern::kernels {
+
+// paged_attention visits keys in tiles of this many positions, aligned to absolute positions
+// (tile t covers positions [t * kAttentionKeyTile, (t + 1) * kAttentionKeyTile)), with an online
+// softmax carried from tile to tile. Because the tiling is fixed by position, a query row's
+// arithmetic depends only on its own position, not on how many rows share the call: decode and
+// prefill give bit-identical rows.
+inline constexpr int kAttentionKeyTile = 64;
+// Query heads of one KV head processed together, so each K/V tile is read from memory once per
+// pass rather than once per head. Larger GQA groups take several passes.
+inline constexpr int kAttentionHeadsPerPass = 8;
+
+// Per-thread working memory of paged_attention, allocated once so the kernel allocates nothing.
+class AttentionScratch {
+ public:
+  explicit AttentionScratch(int max_context, int head_dim);
+
+  int max_context() const { return max_context_; }
+  int head_dim() const { return head_dim_; }
+  // [kAttentionHeadsPerPass][kAttentionKeyTile] scores, then probabilities, of the current tile.
+  float* scores() { return scores_.data(); }
+  // [kAttentionHeadsPerPass][head_dim] unnormalized outputs.
+  float* accumulators() { return accumulators_.data(); }
+
+ private:
+  int max_context_;
+  int head_dim_;
+  std::vector<float> scores_;
+  std::vector<float> accumulators_;
+};
+
+// Causal attention of one sequence's chunk of q_len query rows, at positions first_position ..
+// first_position + q_len - 1 (all already in the cache), for the query heads of KV head kv_head:
+// heads kv_head * group .. + group - 1, group = n_heads / layout.n_kv_heads. q and out are
+// [q_len][n_heads * head_dim] with rows q_stride / out_stride floats apart; only this KV head's
+// query heads are read and written. Row i attends to cache positions 0 .. first_position + i,
+// softmax(q.k * scale) weighted V. Single-threaded: callers run (sequence, kv_head) pairs in
+// parallel, each with its own scratch.
+void paged_attention(const float* q, std::int64_t q_stride, int q_len, int first_position,
+                     int n_heads, int kv_head, const std::int32_t* block_table,
+                     const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
+                     float scale, float* out, std::int64_t out_stride, AttentionScratch& scratch);
+
+// The instruction-set variants paged_attention dispatches to, for tests and benchmarks. The AVX2
+// one needs AVX2+FMA+F16C, the AVX-512 one CpuFeatures::has_avx512().
+void paged_attention_scalar(const float* q, std::int64_t q_stride, int q_len, int first_position,
+                            int n_heads, int kv_head, const std::int32_t* block_table,
+                            const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
+                            float scale, float* out, std::int64_t out_stride,
+                            AttentionScratch& scratch);
+void paged_attention_avx2(const float* q, std::int64_t q_stride, int q_len, int first_position,
+                          int n_heads, int kv_head, const std::int32_t* block_table,
+                          const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
+                          float scale, float* out, std::int64_t out_stride,
+                          AttentionScratch& scratch);
+void paged_attention_avx512(const float* q, std::int64_t q_stride, int q_len, int first_position,
+                            int n_heads, int kv_head, const std::int32_t* block_table,
+                            const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
+                            float scale, float* out, std::int64_t out_stride,
+                            AttentionScratch& scratch);
+
+}  // namespace tern::kernels

@@ -1,0 +1,123 @@
+#pragma once
+
+// The loop structure of paged_attention, shared by its instruction-set variants. Each variant
+// supplies the inner operations through an Ops type (declared in an unnamed namespace, so every
+// instantiation stays private to its translation unit and no wide-instruction copy is shared with
+// baseline code):
+//   using Element;                                     // float or std::uint16_t (f16/bf16 bits)
+//   static float dot(const float* q, const Element* key, int head_dim);
+//   static float exp_and_sum(float* scores, int count, float maximum);  // in place: e^(s - max)
+//   static void accumulate(float* accumulator, const float* weights, const Element* values,
+//                          int count, int head_dim);  // accumulator += sum_t w[t] * values[t]
+// Each operation must treat a key or a dimension alike wherever it sits, which the tiling below
+// relies on for batch invariance.
+
+#include <cassert>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/attention.h"
+
+namespace tern::kernels::attention_tiles {
+
+template <typename Ops>
+static void run(const float* q, std::int64_t q_stride, int q_len, int first_position, int n_heads,
+                int kv_head, const std::int32_t* block_table, const KvCacheLayout& layout,
+                const void* k_pool, const void* v_pool, float scale, float* out,
+                std::int64_t out_stride, AttentionScratch& scratch) {
+  using Element = typename Ops::Element;
+  const int head_dim = layout.head_dim;
+  const int block_size = layout.block_size;
+  const int group = n_heads / layout.n_kv_heads;
+  assert(n_heads % layout.n_kv_heads == 0 && kv_head < layout.n_kv_heads);
+  assert(head_dim == scratch.head_dim());
+  assert(first_position + q_len <= scratch.max_context());
+  const std::int64_t block_elements =
+      static_cast<std::int64_t>(layout.n_kv_heads) * block_size * head_dim;
+  const std::int64_t head_offset = static_cast<std::int64_t>(kv_head) * block_size * head_dim;
+  const auto* keys_base = static_cast<const Element*>(k_pool);
+  const auto* values_base = static_cast<const Element*>(v_pool);
+  float* scores = scratch.scores();
+  float* accumulators = scratch.accumulators();
+
+  for (int row = 0; row < q_len; ++row) {
+    const int key_count = first_position + row + 1;
+    for (int first_head = 0; first_head < group; first_head += kAttentionHeadsPerPass) {
+      const int heads =
+          group - first_head < kAttentionHeadsPerPass ? group - first_head : kAttentionHeadsPerPass;
+      const int query_head = kv_head * group + first_head;
+      const float* queries = q + row * q_stride + static_cast<std::int64_t>(query_head) * head_dim;
+      float running_max[kAttentionHeadsPerPass];
+      float running_sum[kAttentionHeadsPerPass];
+      for (int h = 0; h < heads; ++h) {
+        running_max[h] = -INFINITY;
+        running_sum[h] = 0;
+      }
+      for (int i = 0; i < heads * head_dim; ++i) accumulators[i] = 0;
+
+      for (int tile_start = 0; tile_start < key_count; tile_start += kAttentionKeyTile) {
+        const int tile_length =
+            key_count - tile_start < kAttentionKeyTile ? key_count - tile_start : kAttentionKeyTile;
+        // Scores, walking the tile in runs of keys that are contiguous in one cache block.
+        for (int j = 0; j < tile_length;) {
+          const int position = tile_start + j;
+          const int slot = position % block_size;
+          const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
+          const Element* keys = keys_base + block_table[position / block_size] * block_elements +
+                                head_offset + static_cast<std::int64_t>(slot) * head_dim;
+          for (int h = 0; h < heads; ++h) {
+            const float* query = queries + static_cast<std::int64_t>(h) * head_dim;
+            float* head_scores = scores + h * kAttentionKeyTile + j;
+            for (int t = 0; t < run; ++t) {
+              head_scores[t] =
+                  Ops::dot(query, keys + static_cast<std::int64_t>(t) * head_dim, head_dim) * scale;
+            }
+          }
+          j += run;
+        }
+        // Online softmax: rescale what earlier tiles accumulated to this tile's running maximum.
+        for (int h = 0; h < heads; ++h) {
+          float* head_scores = scores + h * kAttentionKeyTile;
+          float tile_max = head_scores[0];
+          for (int t = 1; t < tile_length; ++t) {
+            tile_max = head_scores[t] > tile_max ? head_scores[t] : tile_max;
+          }
+          const float new_max = tile_max > running_max[h] ? tile_max : running_max[h];
+          const float correction =
+              running_max[h] == -INFINITY ? 0.0f : expf(running_max[h] - new_max);
+          running_sum[h] =
+              running_sum[h] * correction + Ops::exp_and_sum(head_scores, tile_length, new_max);
+          running_max[h] = new_max;
+          if (correction != 1.0f) {
+            float* accumulator = accumulators + h * head_dim;
+            for (int i = 0; i < head_dim; ++i) accumulator[i] *= correction;
+          }
+        }
+        for (int j = 0; j < tile_length;) {
+          const int position = tile_start + j;
+          const int slot = position % block_size;
+          const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
+          const Element* values = values_base +
+                                  block_table[position / block_size] * block_elements +
+                                  head_offset + static_cast<std::int64_t>(slot) * head_dim;
+          for (int h = 0; h < heads; ++h) {
+            Ops::accumulate(accumulators + h * head_dim, scores + h * kAttentionKeyTile + j, values,
+                            run, head_dim);
+          }
+          j += run;
+        }
+      }
+
+      float* output = out + row * out_stride + static_cast<std::int64_t>(query_head) * head_dim;
+      for (int h = 0; h < heads; ++h) {
+        const float inverse_sum = 1.0f / running_sum[h];
+        for (int i = 0; i < head_dim; ++i) {
+          output[h * head_dim + i] = accumulators[h * head_dim + i] * inverse_sum;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tern::kernels::attention_tiles

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::kernels {
+
+// Element type of the paged KV cache. f16 and bf16 halve its memory; values are rounded to nearest
+// even when stored and widened to f32 when attention reads them.
+enum class KvType { f32, f16, bf16 };
+
+// Shape of one layer's paged KV cache. A block holds block_size consecutive positions of one
+// sequence. K of one block is laid out [n_kv_heads][block_size][head_dim], so one head's keys in a
+// block are contiguous; V is laid out the same way in its own pool.
+struct KvCacheLayout {
+  KvType type;
+  int block_size;
+  int n_kv_heads;
+  int head_dim;
+};
+
+std::size_t kv_type_bytes(KvType type);
+
+// Bytes of one block of K (or, equally, of V) of one layer: block b of a pool starts at
+// b * kv_block_bytes(layout).
+std::size_t kv_block_bytes(const KvCacheLayout& layout);
+
+// Writes token rows of k and v ([tokens][n_kv_heads * head_dim], rows k_stride / v_stride floats
+// apart) into the pools at their positions: block block_table[position / block_size], slot
+// position % block_size. k_pool and v_pool point at block 0 of the layer.
+void store_kv(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,
+              std::int64_t tokens, const std::int32_t* positions, const std::int32_t* block_table,
+              const KvCacheLayout& layout, void* k_pool, void* v_pool);
+
+}  // namespace tern::kernels

@@ -1,0 +1,50 @@
+// The AVX-512 variants of the matmul kernels: without VNNI (AVX-512 BW/VL) and with VNNI.
+
+#include "kernels/cpu/matmul_simd.h"
+
+namespace tern::kernels::detail {
+namespace {
+
+struct VnniDot {
+  static __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+};
+
+std::size_t no_scratch(std::int64_t) {
+  return 0;
+}
+
+}  // namespace
+
+const KernelTable& avx512_kernels() {
+  static constexpr KernelTable table{
+      simd_quantize_q8,
+      simd_quantize_q8_k,
+      float_rows<LoadF32>,
+      float_rows<LoadF16>,
+      float_rows<LoadBf16>,
+      q8_rows<MaddubsDot, TensorType::q8_0>,
+      q8_rows<MaddubsDot, TensorType::q4_0>,
+      k_quant_rows<BlockQ4K, q4_k_dot>,
+      k_quant_rows<BlockQ6K, q6_k_dot>,
+      no_scratch,
+  };
+  return table;
+}
+
+const KernelTable& avx512_vnni_kernels() {
+  static constexpr KernelTable table{
+      simd_quantize_q8,
+      simd_quantize_q8_k,
+      float_rows<LoadF32>,
+      float_rows<LoadF16>,
+      float_rows<LoadBf16>,
+      q8_rows<VnniDot, TensorType::q8_0>,
+      q8_rows<VnniDot, TensorType::q4_0>,
+      k_quant_rows<BlockQ4K, q4_k_dot>,
+      k_quant_rows<BlockQ6K, q6_k_dot>,
+      no_scratch,
+  };
+  return table;
+}
+
+}  // namespace tern::kernels::detail

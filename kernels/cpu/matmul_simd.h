@@ -1,0 +1,421 @@
+#pragma once
+
+// Matmul kernels written with 256-bit AVX2 intrinsics, shared by matmul_avx2.cpp and
+// matmul_avx512.cpp. Every definition has internal linkage on purpose: each including file is
+// compiled with different -m flags, and a shared (inline, external) definition could be merged by
+// the linker into the copy built with instructions the running CPU lacks.
+//
+// `Dot` supplies the unsigned-by-signed byte dot product: pmaddubsw + pmaddwd on AVX2, vpdpbusd
+// with VNNI. The integer results are exact either way, so only the float steps (fixed below)
+// decide the bits of the output.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/half_float.h"
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace tern::kernels::detail {
+namespace {  // NOLINT(google-build-namespaces): see above
+
+// pmaddubsw saturates pairs at 32767; all callers keep |u * s| pair sums below that.
+struct MaddubsDot {
+  static __m256i dot(__m256i acc, __m256i u, __m256i s) {
+    const __m256i pairs = _mm256_maddubs_epi16(u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+};
+
+inline int hsum_i32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The float reduction every 8-lane float kernel ends with: (lo + hi) halves, then pairs.
+inline float hsum_f32(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax_f32(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Lane i of the result is the sum of all lanes of p[i].
+inline __m256i transpose_sum8(const __m256i p[8]) {
+  const __m256i t0 = _mm256_hadd_epi32(p[0], p[1]);
+  const __m256i t1 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i t2 = _mm256_hadd_epi32(p[4], p[5]);
+  const __m256i t3 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i u0 = _mm256_hadd_epi32(t0, t1);  // rows 0-3: low halves | high halves
+  const __m256i u1 = _mm256_hadd_epi32(t2, t3);  // rows 4-7
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                          _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+inline __m256 abs_ps(__m256 v) {
+  return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
+
+// 32 int32 (four vectors, in order) to 32 int8.
+inline __m256i pack_i32_to_i8(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+  const __m256i packed = _mm256_packs_epi16(_mm256_packs_epi32(q0, q1), _mm256_packs_epi32(q2, q3));
+  return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// ---- activation quantization (same rounding as the scalar reference: x * (1 / d), nearest even)
+
+void simd_quantize_q8(const float* x, std::int64_t cols, Q8Activation* dst, int offset) {
+  for (std::int64_t b = 0; b < cols / 32; ++b) {
+    const float* v = x + b * 32;
+    __m256 values[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      values[i] = _mm256_loadu_ps(v + 8 * i);
+      amax = _mm256_max_ps(amax, abs_ps(values[i]));
+    }
+    const float d = hmax_f32(amax) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(values[i], id));
+    const int sum =
+        hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[b].qs),
+                        pack_i32_to_i8(q[0], q[1], q[2], q[3]));
+    dst[b].d = d;
+    dst[b].bias = -offset * sum;
+  }
+}
+
+void simd_quantize_q8_k(const float* x, std::int64_t cols, BlockQ8K* dst) {
+  for (std::int64_t b = 0; b < cols / 256; ++b) {
+    const float* v = x + b * 256;
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 32; ++i) amax = _mm256_max_ps(amax, abs_ps(_mm256_loadu_ps(v + 8 * i)));
+    const float d = hmax_f32(amax) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    for (int g = 0; g < 8; ++g) {
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i) {
+        q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(v + 32 * g + 8 * i), id));
+      }
+      dst[b].bsums[2 * g] = static_cast<std::int16_t>(hsum_i32(_mm256_add_epi32(q[0], q[1])));
+      dst[b].bsums[2 * g + 1] = static_cast<std::int16_t>(hsum_i32(_mm256_add_epi32(q[2], q[3])));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[b].qs + 32 * g),
+                          pack_i32_to_i8(q[0], q[1], q[2], q[3]));
+    }
+    dst[b].d = d;
+  }
+}
+
+// ---- Q8_0 / Q4_0 weights with Q8Activation
+
+template <TensorType kType>
+struct Q8Format;
+template <>
+struct Q8Format<TensorType::q8_0> {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ8_0);
+};
+template <>
+struct Q8Format<TensorType::q4_0> {
+  static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_0);
+};
+
+// The exact integer dot of one weight block with one activation block, in 8 int32 lanes (plus the
+// offset correction for Q4_0, applied by the caller).
+template <class Dot, TensorType kType>
+inline __m256i block_dot(const std::byte* block, __m256i xq) {
+  if constexpr (kType == TensorType::q8_0) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    // |w| <= 128 as unsigned bytes, and x carries w's sign: the products keep their value.
+    return Dot::dot(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(xq, w));
+  } else {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    const __m256i nibbles =
+        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+    return Dot::dot(_mm256_setzero_si256(), nibbles, xq);
+  }
+}
+
+template <TensorType kType>
+inline int block_bias(const Q8Activation& x) {
+  return kType == TensorType::q4_0 ? x.bias : 0;
+}
+
+// Eight half-float scales, one at the start of each of eight blocks `stride` bytes apart.
+inline __m256 gather_scales8(const std::byte* first, __m256i offsets) {
+  const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(first), offsets, 1);
+  const __m256i halves = _mm256_shuffle_epi8(
+      words, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5,
+                              8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m128i packed = _mm256_castsi256_si128(_mm256_permute4x64_epi64(halves, 0x08));
+  return _mm256_cvtph_ps(packed);
+}
+
+inline float half_scale(const std::byte* block) {
+  std::uint16_t bits;
+  std::memcpy(&bits, block, 2);
+  return half_to_float(bits);
+}
+
+// Eight consecutive rows for one token; lane i of the accumulator is row i.
+template <class Dot, TensorType kType>
+void q8_rows8(const std::byte* row0, std::int64_t row_bytes, const Q8Activation* x,
+              std::int64_t blocks, float* y) {
+  constexpr std::int64_t kBlockBytes = Q8Format<kType>::kBlockBytes;
+  const auto rb = static_cast<int>(row_bytes);
+  const __m256i offsets = _mm256_setr_epi32(0, rb, 2 * rb, 3 * rb, 4 * rb, 5 * rb, 6 * rb, 7 * rb);
+  __m256 acc = _mm256_setzero_ps();
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::byte* column = row0 + b * kBlockBytes;
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    __m256i partial[8];
+    for (int i = 0; i < 8; ++i) partial[i] = block_dot<Dot, kType>(column + i * row_bytes, xq);
+    const __m256i sums =
+        _mm256_add_epi32(transpose_sum8(partial), _mm256_set1_epi32(block_bias<kType>(x[b])));
+    const __m256 scale = _mm256_mul_ps(gather_scales8(column, offsets), _mm256_set1_ps(x[b].d));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
+  }
+  _mm256_storeu_ps(y, acc);
+}
+
+template <class Dot, TensorType kType>
+float q8_row1(const std::byte* row, const Q8Activation* x, std::int64_t blocks) {
+  constexpr std::int64_t kBlockBytes = Q8Format<kType>::kBlockBytes;
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::byte* block = row + b * kBlockBytes;
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const int sum = hsum_i32(block_dot<Dot, kType>(block, xq)) + block_bias<kType>(x[b]);
+    acc = std::fma(static_cast<float>(sum), half_scale(block) * x[b].d, acc);
+  }
+  return acc;
+}
+
+// Rows in groups of eight; each group's weights stay in L1/L2 while every token streams past.
+template <class Dot, TensorType kType>
+void q8_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+  const std::int64_t blocks = args.w->cols / 32;
+  const auto row_bytes = static_cast<std::int64_t>(args.w->row_bytes);
+  const auto* base = static_cast<const std::byte*>(args.w->data);
+  std::int64_t r = row_begin;
+  for (; r + 8 <= row_end; r += 8) {
+    for (std::int64_t t = 0; t < args.tokens; ++t) {
+      const auto* x = reinterpret_cast<const Q8Activation*>(args.act + t * args.act_stride);
+      q8_rows8<Dot, kType>(base + r * row_bytes, row_bytes, x, blocks,
+                           args.y + t * args.y_stride + r);
+    }
+  }
+  for (; r < row_end; ++r) {
+    for (std::int64_t t = 0; t < args.tokens; ++t) {
+      const auto* x = reinterpret_cast<const Q8Activation*>(args.act + t * args.act_stride);
+      args.y[t * args.y_stride + r] = q8_row1<Dot, kType>(base + r * row_bytes, x, blocks);
+    }
+  }
+}
+
+// ---- K-quants with Q8_K activations: one element at a time, integer sums per super-block
+
+inline float q4_k_dot(const BlockQ4K* w, const BlockQ8K* x, std::int64_t blocks) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    int scales[8], mins[8];
+    int min_sum = 0;
+    for (int j = 0; j < 8; ++j) {
+      q4_k_scale_min(j, w[b].scales, scales[j], mins[j]);
+      min_sum += mins[j] * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+    }
+    __m256i sum = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
+      const __m256i lo = _mm256_and_si256(q, low_mask);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low_mask);
+      const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c));
+      const __m256i x_hi =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c + 32));
+      // Pairs stay below 2 * 15 * 127; scaled by <= 63 they fit int32 easily.
+      sum = _mm256_add_epi32(
+          sum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x_lo),
+                                 _mm256_set1_epi16(static_cast<short>(scales[2 * c]))));
+      sum = _mm256_add_epi32(
+          sum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x_hi),
+                                 _mm256_set1_epi16(static_cast<short>(scales[2 * c + 1]))));
+    }
+    acc = std::fma(static_cast<float>(hsum_i32(sum)), half_to_float(w[b].d) * x[b].d, acc);
+    acc = std::fma(static_cast<float>(min_sum), -(half_to_float(w[b].dmin) * x[b].d), acc);
+  }
+  return acc;
+}
+
+inline float q6_k_dot(const BlockQ6K* w, const BlockQ8K* x, std::int64_t blocks) {
+  const __m256i low_mask = _mm256_set1_epi8(0x0F);
+  const __m256i two_bits = _mm256_set1_epi8(0x03);
+  float acc = 0.0f;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int8_t* scales = w[b].scales;
+    int offset_sum = 0;
+    for (int j = 0; j < 16; ++j) offset_sum += scales[j] * x[b].bsums[j];
+    __m256i sum = _mm256_setzero_si256();
+    for (int n = 0; n < 2; ++n) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * n));
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * n));
+      const __m256i ql1 =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * n + 32));
+      const __m256i lows[4] = {_mm256_and_si256(ql0, low_mask), _mm256_and_si256(ql1, low_mask),
+                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low_mask),
+                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low_mask)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i high = _mm256_slli_epi16(
+            _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits), 4);
+        const __m256i q = _mm256_or_si256(lows[k], high);  // 0..63
+        const __m256i xq =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 128 * n + 32 * k));
+        const int j = 8 * n + 2 * k;
+        const __m256i scale =
+            _mm256_set_m128i(_mm_set1_epi16(scales[j + 1]), _mm_set1_epi16(scales[j]));
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, xq), scale));
+      }
+    }
+    const int total = hsum_i32(sum) - 32 * offset_sum;
+    acc = std::fma(static_cast<float>(total), half_to_float(w[b].d) * x[b].d, acc);
+  }
+  return acc;
+}
+
+// Small row groups, all tokens per group, so a group's weights are read from memory once.
+template <class Block, float (*Dot)(const Block*, const BlockQ8K*, std::int64_t)>
+void k_quant_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+  constexpr std::int64_t kGroup = 8;
+  const std::int64_t blocks = args.w->cols / 256;
+  const auto* base = static_cast<const std::byte*>(args.w->data);
+  for (std::int64_t group = row_begin; group < row_end; group += kGroup) {
+    const std::int64_t group_end = std::min(row_end, group + kGroup);
+    for (std::int64_t t = 0; t < args.tokens; ++t) {
+      const auto* x = reinterpret_cast<const BlockQ8K*>(args.act + t * args.act_stride);
+      for (std::int64_t r = group; r < group_end; ++r) {
+        const auto* w =
+            reinterpret_cast<const Block*>(base + r * static_cast<std::int64_t>(args.w->row_bytes));
+        args.y[t * args.y_stride + r] = Dot(w, x, blocks);
+      }
+    }
+  }
+}
+
+// ---- float weights with f32 activations: 8 lanes over k, then hsum_f32
+
+struct LoadF32 {
+  static constexpr int kBytes = 4;
+  static __m256 load(const std::byte* p) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  }
+  static float one(const std::byte* p) {
+    float value;
+    std::memcpy(&value, p, 4);
+    return value;
+  }
+};
+struct LoadF16 {
+  static constexpr int kBytes = 2;
+  static __m256 load(const std::byte* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static float one(const std::byte* p) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return half_to_float(bits);
+  }
+};
+struct LoadBf16 {
+  static constexpr int kBytes = 2;
+  static __m256 load(const std::byte* p) {
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static float one(const std::byte* p) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return bf16_to_float(bits);
+  }
+};
+
+// A tile of R rows by T tokens; each accumulator sees the same k order whatever R and T are.
+template <class Load, int R, int T>
+void float_tile(const std::byte* const* w, const float* const* x, std::int64_t cols,
+                float* const* y, std::int64_t row) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  std::int64_t k = 0;
+  for (; k + 8 <= cols; k += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x[t] + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = Load::load(w[r] + k * Load::kBytes);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (k < cols) {  // zero-padded last chunk: the padding adds +0 * +0
+    alignas(32) float padded[8];
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) {
+      std::fill_n(padded, 8, 0.0f);
+      std::copy(x[t] + k, x[t] + cols, padded);
+      xv[t] = _mm256_load_ps(padded);
+    }
+    for (int r = 0; r < R; ++r) {
+      std::fill_n(padded, 8, 0.0f);
+      for (std::int64_t i = k; i < cols; ++i) padded[i - k] = Load::one(w[r] + i * Load::kBytes);
+      const __m256 wv = _mm256_load_ps(padded);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) y[t][row + r] = hsum_f32(acc[r][t]);
+  }
+}
+
+template <class Load, int R, int T>
+void float_tile_at(const KernelArgs& args, std::int64_t row, std::int64_t token) {
+  const auto* base = static_cast<const std::byte*>(args.w->data);
+  const std::byte* w[R];
+  for (int r = 0; r < R; ++r)
+    w[r] = base + (row + r) * static_cast<std::int64_t>(args.w->row_bytes);
+  const float* x[T];
+  float* y[T];
+  for (int t = 0; t < T; ++t) {
+    x[t] = reinterpret_cast<const float*>(args.act + (token + t) * args.act_stride);
+    y[t] = args.y + (token + t) * args.y_stride;
+  }
+  float_tile<Load, R, T>(w, x, args.w->cols, y, row);
+}
+
+template <class Load>
+void float_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+  constexpr int kRows = 4, kTokens = 2;
+  std::int64_t r = row_begin;
+  for (; r + kRows <= row_end; r += kRows) {
+    std::int64_t t = 0;
+    for (; t + kTokens <= args.tokens; t += kTokens)
+      float_tile_at<Load, kRows, kTokens>(args, r, t);
+    for (; t < args.tokens; ++t) float_tile_at<Load, kRows, 1>(args, r, t);
+  }
+  for (; r < row_end; ++r) {
+    for (std::int64_t t = 0; t < args.tokens; ++t) float_tile_at<Load, 1, 1>(args, r, t);
+  }
+}
+
+}  // namespace
+}  // namespace tern::kernels::detail

@@ -1,0 +1,185 @@
+#include "kernels/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/quant.h"
+
+namespace tern::kernels {
+namespace {
+
+constexpr TensorType kTypes[] = {TensorType::f32,  TensorType::f16,  TensorType::bf16,
+                                 TensorType::q8_0, TensorType::q4_0, TensorType::q4_k,
+                                 TensorType::q6_k};
+constexpr Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni};
+
+bool is_quantized(TensorType type) {
+  return type != TensorType::f32 && type != TensorType::f16 && type != TensorType::bf16;
+}
+
+// A random weight matrix stored in `type`, plus its exact f32 values.
+struct TestMatrix {
+  std::vector<std::byte> data;
+  std::vector<float> values;  // dequantized, row-major
+  WeightMatrix w;
+};
+
+TestMatrix make_matrix(TensorType type, std::int64_t rows, std::int64_t cols, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  TestMatrix m;
+  const std::size_t row_bytes = *tensor_bytes(type, static_cast<std::uint64_t>(cols));
+  m.data.resize(row_bytes * static_cast<std::size_t>(rows));
+  m.values.resize(static_cast<std::size_t>(rows * cols));
+  std::vector<float> row(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (float& v : row) v = normal(rng);
+    std::byte* dst = m.data.data() + static_cast<std::size_t>(r) * row_bytes;
+    EXPECT_TRUE(quantize_row(type, row.data(), dst, cols));
+    dequantize_row(type, dst, m.values.data() + r * cols, cols);
+  }
+  m.w = WeightMatrix{type, m.data.data(), rows, cols, row_bytes};
+  return m;
+}
+
+std::vector<float> make_activations(std::int64_t tokens, std::int64_t stride, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(tokens * stride));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : kIsas) {
+    if (is_isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+std::string label(TensorType type, Isa isa) {
+  return std::string(tensor_type_name(type)) + "/" + std::string(isa_name(isa));
+}
+
+// The error the activation quantization may add to one output: each x_k moves by at most half
+// its block's step, times |w_k|. Float weights only get rounding slack.
+double allowed_error(TensorType type, const float* w, const float* x, std::int64_t cols) {
+  double magnitude = 0, quantization = 0;
+  const std::int64_t block = type == TensorType::q4_k || type == TensorType::q6_k ? 256 : 32;
+  for (std::int64_t b = 0; b < cols; b += block) {
+    float amax = 0;
+    for (std::int64_t k = b; k < std::min(cols, b + block); ++k)
+      amax = std::max(amax, std::fabs(x[k]));
+    for (std::int64_t k = b; k < std::min(cols, b + block); ++k) {
+      magnitude += std::fabs(static_cast<double>(w[k]) * x[k]);
+      quantization += std::fabs(w[k]) * (amax / 127.0 / 2);
+    }
+  }
+  return (is_quantized(type) ? quantization * 1.01 : 0.0) + magnitude * 2e-6 + 1e-6;
+}
+
+TEST(Matmul, EveryPathMatchesTheReferenceWithinActivationQuantization) {
+  ThreadPool pool(2);
+  constexpr std::int64_t kRows = 77, kTokens = 7;
+  for (TensorType type : kTypes) {
+    // Float weights also get a ragged column count.
+    for (std::int64_t cols : {std::int64_t{512}, std::int64_t{is_quantized(type) ? 768 : 203}}) {
+      const TestMatrix m = make_matrix(type, kRows, cols, 11);
+      const std::int64_t x_stride = cols + 5;
+      const std::vector<float> x = make_activations(kTokens, x_stride, 12);
+      MatmulWorkspace workspace(kTokens, cols, 2);
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(label(type, isa) + " cols=" + std::to_string(cols));
+        std::vector<float> y(kTokens * (kRows + 3), -1.0f);
+        matmul(isa, m.w, x.data(), kTokens, x_stride, y.data(), kRows + 3, workspace, pool);
+        for (std::int64_t t = 0; t < kTokens; ++t) {
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float* w_row = m.values.data() + r * cols;
+            const float* x_row = x.data() + t * x_stride;
+            double expected = 0;
+            for (std::int64_t k = 0; k < cols; ++k)
+              expected += static_cast<double>(w_row[k]) * x_row[k];
+            ASSERT_NEAR(y[t * (kRows + 3) + r], expected, allowed_error(type, w_row, x_row, cols))
+                << "row " << r << " token " << t;
+          }
+          for (std::int64_t r = kRows; r < kRows + 3; ++r) EXPECT_EQ(y[t * (kRows + 3) + r], -1.0f);
+        }
+      }
+    }
+  }
+}
+
+// Integer block dots are exact and the float chain is the same on every path, so quantized
+// weights give the same bits on every instruction set.
+TEST(Matmul, QuantizedPathsAgreeBitForBit) {
+  ThreadPool pool(1);
+  constexpr std::int64_t kRows = 45, kCols = 1024, kTokens = 5;
+  const std::vector<float> x = make_activations(kTokens, kCols, 3);
+  for (TensorType type : kTypes) {
+    if (!is_quantized(type)) continue;
+    const TestMatrix m = make_matrix(type, kRows, kCols, 4);
+    MatmulWorkspace workspace(kTokens, kCols, 1);
+    std::vector<float> reference(kTokens * kRows);
+    matmul(Isa::scalar, m.w, x.data(), kTokens, kCols, reference.data(), kRows, workspace, pool);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(label(type, isa));
+      std::vector<float> y(kTokens * kRows);
+      matmul(isa, m.w, x.data(), kTokens, kCols, y.data(), kRows, workspace, pool);
+      EXPECT_EQ(std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)), 0);
+    }
+  }
+}
+
+TEST(Matmul, ResultsAreBatchAndThreadInvariant) {
+  constexpr std::int64_t kRows = 100, kCols = 512, kTokens = 32;
+  ThreadPool one(1), two(2);
+  const std::vector<float> x = make_activations(kTokens, kCols, 5);
+  for (TensorType type : kTypes) {
+    const TestMatrix m = make_matrix(type, kRows, kCols, 6);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(label(type, isa));
+      MatmulWorkspace workspace(kTokens, kCols, 2);
+      std::vector<float> batch(kTokens * kRows);
+      matmul(isa, m.w, x.data(), kTokens, kCols, batch.data(), kRows, workspace, two);
+
+      std::vector<float> other(kTokens * kRows);
+      matmul(isa, m.w, x.data(), kTokens, kCols, other.data(), kRows, workspace, one);
+      EXPECT_EQ(std::memcmp(batch.data(), other.data(), batch.size() * sizeof(float)), 0);
+
+      // A workspace smaller than the batch splits it into chunks of 5 tokens.
+      MatmulWorkspace small(5, kCols, 2);
+      matmul(isa, m.w, x.data(), kTokens, kCols, other.data(), kRows, small, two);
+      EXPECT_EQ(std::memcmp(batch.data(), other.data(), batch.size() * sizeof(float)), 0);
+
+      // A sub-batch starting mid-batch.
+      std::vector<float> sub(13 * kRows);
+      matmul(isa, m.w, x.data() + 9 * kCols, 13, kCols, sub.data(), kRows, workspace, two);
+      EXPECT_EQ(std::memcmp(batch.data() + 9 * kRows, sub.data(), sub.size() * sizeof(float)), 0);
+
+      for (std::int64_t t = 0; t < kTokens; ++t) {
+        for (ThreadPool* pool : {&one, &two}) {
+          std::vector<float> alone(kRows);
+          matmul(isa, m.w, x.data() + t * kCols, 1, kCols, alone.data(), kRows, workspace, *pool);
+          ASSERT_EQ(std::memcmp(batch.data() + t * kRows, alone.data(), kRows * sizeof(float)), 0)
+              << "token " << t << " threads " << pool->size();
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, IsaOverrideSelectsTheVariant) {
+  EXPECT_TRUE(set_isa_override(Isa::scalar));
+  EXPECT_EQ(active_isa(), Isa::scalar);
+  EXPECT_TRUE(set_isa_override(std::nullopt));
+  EXPECT_TRUE(is_isa_supported(active_isa()));
+}
+
+}  // namespace
+}  // namespace tern::kernels

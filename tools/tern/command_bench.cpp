@@ -1,0 +1,202 @@
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/model/model_weights.h"
+#include "engine/sequence_runner.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tools/tern/arguments.h"
+#include "tools/tern/id_list.h"
+#include "tools/tern/memory_bandwidth.h"
+#include "tools/tern/subcommands.h"
+
+namespace tern::tools {
+namespace {
+
+constexpr std::array<OptionSpec, 6> kOptions{{
+    {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
+    {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
+    {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
+    {"repetitions", true, "runs per test (default 3)", 'r'},
+    {"threads", true, "compute threads (default: one per core)", 't'},
+    {"help", false, "print this help", 'h'},
+}};
+
+constexpr std::string_view kUsage =
+    "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS]\n";
+
+struct Stats {
+  double mean = 0, stddev = 0;
+};
+
+Stats stats_of(const std::vector<double>& values) {
+  Stats stats;
+  for (double v : values) stats.mean += v;
+  stats.mean /= static_cast<double>(values.size());
+  for (double v : values) stats.stddev += (v - stats.mean) * (v - stats.mean);
+  stats.stddev =
+      values.size() > 1 ? std::sqrt(stats.stddev / static_cast<double>(values.size() - 1)) : 0;
+  return stats;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// What one decode step reads: every matrix of every layer and the output projection (the
+// embedding lookup touches one row).
+std::uint64_t decode_bytes_per_token(const engine::ModelWeights& weights) {
+  auto bytes = [](const engine::WeightTensor& t) {
+    return static_cast<std::uint64_t>(t.rows) * t.row_bytes;
+  };
+  std::uint64_t total = bytes(weights.output());
+  for (const engine::LayerWeights& layer : weights.layers()) {
+    for (const engine::WeightTensor* t :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      total += bytes(*t);
+    }
+  }
+  return total;
+}
+
+std::uint64_t parameter_count(const engine::ModelWeights& weights) {
+  auto count = [](const engine::WeightTensor& t) {
+    return static_cast<std::uint64_t>(t.rows) * static_cast<std::uint64_t>(t.cols);
+  };
+  std::uint64_t total = count(weights.token_embedding()) + count(weights.output_norm());
+  if (weights.output().data != weights.token_embedding().data) total += count(weights.output());
+  for (const engine::LayerWeights& layer : weights.layers()) {
+    for (const engine::WeightTensor* t :
+         {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_norm,
+          &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      total += count(*t);
+    }
+  }
+  return total;
+}
+
+int fail(std::string_view message, int code) {
+  fmt::print(stderr, "tern bench: {}\n", message);
+  return code;
+}
+
+}  // namespace
+
+int command_bench(std::span<char* const> args) {
+  const auto parsed = Arguments::parse(args, kOptions);
+  if (!parsed) {
+    fmt::print(stderr, "tern bench: {}\n{}{}", parsed.error().message, kUsage,
+               describe_options(kOptions));
+    return kExitUsage;
+  }
+  if (parsed->has("help")) {
+    fmt::print("{}{}", kUsage, describe_options(kOptions));
+    return 0;
+  }
+  const auto model_path = parsed->value("model");
+  if (!model_path) return fail("--model PATH is required", kExitUsage);
+  auto prompt_lengths = parse_id_list(parsed->value("n-prompt").value_or("128,512"), 1 << 20);
+  if (!prompt_lengths) return fail("-p: " + prompt_lengths.error().message, kExitUsage);
+  const auto n_gen = parsed->integer("n-gen", 32);
+  const auto repetitions = parsed->integer("repetitions", 3);
+  const auto threads =
+      parsed->integer("threads", std::max(1u, std::thread::hardware_concurrency()));
+  if (!n_gen || !repetitions || !threads || *n_gen < 0 || *repetitions < 1 || *threads < 1) {
+    return fail("-n must be >= 0, -r >= 1 and -t >= 1", kExitUsage);
+  }
+
+  auto weights = engine::load_model(*model_path);
+  if (!weights) return fail(weights.error().message, kExitUsage);
+  const engine::ModelConfig& config = weights->config();
+  std::int32_t longest = static_cast<std::int32_t>(*n_gen) + 1;
+  for (std::int32_t length : *prompt_lengths) longest = std::max(longest, length);
+  if (longest > config.context_length) {
+    return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", longest,
+                            config.context_length),
+                kExitUsage);
+  }
+
+  kernels::ThreadPool pool(static_cast<int>(*threads));
+  engine::CpuBackendOptions options;
+  options.max_sequences = 1;
+  options.max_context = longest;
+  options.max_batch_tokens = 512;
+  auto backend = engine::CpuBackend::create(*weights, pool, options);
+  if (!backend) return fail(backend.error().message, kExitUsage);
+  auto runner = engine::SequenceRunner::create(**backend, longest);
+  if (!runner) return fail(runner.error().message, kExitFailure);
+
+  std::mt19937 rng(42);
+  auto random_tokens = [&](std::int32_t count) {
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));
+    for (auto& t : tokens)
+      t = static_cast<std::int32_t>(rng() % static_cast<unsigned>(config.vocab_size));
+    return tokens;
+  };
+
+  const double size_gib = static_cast<double>(weights->file_bytes()) / (1ull << 30);
+  const double params_b = static_cast<double>(parameter_count(*weights)) / 1e9;
+  const std::string model_label =
+      fmt::format("{} {:.2f}B {}", config.architecture, params_b,
+                  kernels::tensor_type_name(weights->layers().front().wq.type));
+  fmt::print("| model | size | params | backend | threads | test | t/s |\n");
+  fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+  auto row = [&](const std::string& test, const Stats& stats) {
+    fmt::print("| {} | {:.2f} GiB | {:.2f} B | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_label,
+               size_gib, params_b, *threads, test, stats.mean, stats.stddev);
+    std::fflush(stdout);
+  };
+
+  // One short warm-up pass pages the weights in and wakes the pool.
+  (void)runner->append(random_tokens(std::min<std::int32_t>(8, longest)));
+  for (std::int32_t length : *prompt_lengths) {
+    if (length <= 0) continue;
+    std::vector<double> rates;
+    for (long long r = 0; r < *repetitions; ++r) {
+      runner->reset();
+      const auto tokens = random_tokens(length);
+      const auto start = std::chrono::steady_clock::now();
+      if (Status ran = runner->append(tokens); !ran.ok()) return fail(ran.message(), kExitFailure);
+      rates.push_back(length / seconds_since(start));
+    }
+    row(fmt::format("pp{}", length), stats_of(rates));
+  }
+  Stats decode{};
+  if (*n_gen > 0) {
+    std::vector<double> rates;
+    for (long long r = 0; r < *repetitions; ++r) {
+      runner->reset();
+      std::int32_t token = 1;
+      if (Status ran = runner->append({&token, 1}); !ran.ok())
+        return fail(ran.message(), kExitFailure);
+      const auto start = std::chrono::steady_clock::now();
+      for (long long i = 0; i < *n_gen; ++i) {
+        token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+        if (Status ran = runner->append({&token, 1}); !ran.ok())
+          return fail(ran.message(), kExitFailure);
+      }
+      rates.push_back(static_cast<double>(*n_gen) / seconds_since(start));
+    }
+    decode = stats_of(rates);
+    row(fmt::format("tg{}", *n_gen), decode);
+
+    const double bandwidth = measure_read_bandwidth(pool);
+    const double bytes_per_token = static_cast<double>(decode_bytes_per_token(*weights));
+    const double achieved = decode.mean * bytes_per_token;
+    fmt::print(
+        "\ndecode reads {:.1f} MiB of weights per token: {:.2f} GB/s achieved, {:.2f} GB/s "
+        "measured read bandwidth ({} threads) = {:.1f}% of the bound ({:.2f} tokens/s)\n",
+        bytes_per_token / (1 << 20), achieved / 1e9, bandwidth / 1e9, *threads,
+        100.0 * achieved / bandwidth, bandwidth / bytes_per_token);
+  }
+  return 0;
+}
+
+TERN_SUBCOMMAND("bench", "measure prefill and decode speed of a model", command_bench);
+
+}  // namespace tern::tools
