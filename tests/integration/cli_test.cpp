@@ -10,6 +10,9 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <simdjson.h>
+
+#include "tests/support/shared_data.h"
 
 namespace {
 
@@ -18,8 +21,10 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-CommandResult run(const std::string& arguments) {
-  const std::string command = fmt::format("'{}' {} 2>&1", TERN_BINARY, arguments);
+// Runs tern with `arguments`; the output holds stdout, and stderr too unless only_stdout.
+CommandResult run(const std::string& arguments, bool only_stdout = false) {
+  const std::string command =
+      fmt::format("'{}' {} {}", TERN_BINARY, arguments, only_stdout ? "2>/dev/null" : "2>&1");
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -147,6 +152,81 @@ TEST(Cli, ServeWithoutConfigIsUsageError) {
   EXPECT_EQ(run("serve").exit_code, 2);
   EXPECT_EQ(run("serve --bogus").exit_code, 2);
   EXPECT_EQ(run("serve --config /nonexistent.yaml --check").exit_code, 2);
+}
+
+std::string join_ids(simdjson::dom::array ids) {
+  std::string out;
+  for (std::int64_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+TEST(Cli, GenerateGreedyIdsEqualTheReference) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
+  simdjson::dom::parser parser;
+  std::ifstream file(reference);
+  std::string line;
+  ASSERT_TRUE(std::getline(file, line));
+  simdjson::dom::element record = parser.parse(line);
+  const std::string prompt = join_ids(record["prompt_ids"].get_array());
+  const std::string expected = join_ids(record["greedy_ids"].get_array());
+  const auto greedy_count = record["greedy_ids"].get_array().size();
+  const CommandResult result =
+      run(fmt::format("generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids",
+                      model.string(), prompt, greedy_count),
+          true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, expected + "\n");
+}
+
+TEST(Cli, TokenizeMatchesReferenceEncoding) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k");
+  TERN_REQUIRE_SHARED(reference, "reference/tinystories.encode.jsonl");
+  simdjson::dom::parser parser;
+  std::ifstream file(reference);
+  std::string line;
+  ASSERT_TRUE(std::getline(file, line));
+  simdjson::dom::element record = parser.parse(line);
+  const std::string text{std::string_view(record["text"])};
+  const std::filesystem::path input =
+      std::filesystem::temp_directory_path() / fmt::format("tern-tokenize-{}.txt", ::getpid());
+  std::ofstream(input, std::ios::binary) << text;
+  const CommandResult result = run(fmt::format("tokenize --model '{}' --ids --no-special < '{}'",
+                                               model.string(), input.string()));
+  std::filesystem::remove(input);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, join_ids(record["ids"].get_array()) + "\n");
+}
+
+TEST(Cli, BenchPrintsMarkdownTableAndBandwidth) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-q8_0.gguf");
+  const CommandResult result =
+      run(fmt::format("bench --model '{}' -p 16 -n 4 -r 2 -t 1", model.string()), true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("| model | size | params | backend | threads | test | t/s |"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("| pp16 |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| tg4 |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("measured read bandwidth"), std::string::npos) << result.output;
+}
+
+TEST(Cli, BadModelInputExitsTwoWithTheReason) {
+  const CommandResult missing = run("generate --model /nonexistent.gguf --prompt-ids 1 -n 1");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("/nonexistent.gguf"), std::string::npos) << missing.output;
+  EXPECT_EQ(run("quantize a b Q9_9").exit_code, 2);
+  EXPECT_EQ(run("quantize /nonexistent.gguf /tmp/x.gguf Q8_0").exit_code, 2);
+  EXPECT_EQ(run("generate --prompt-ids 1").exit_code, 2);
+  EXPECT_EQ(run("bench").exit_code, 2);
+}
+
+TEST(Cli, GenerateRejectsOutOfVocabularyIds) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  const CommandResult result =
+      run(fmt::format("generate --model '{}' --prompt-ids 1,99999 -n 1", model.string()));
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
 }
 
 }  // namespace

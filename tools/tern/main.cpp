@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "service/logging.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
@@ -45,6 +46,11 @@ void print_usage(std::FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr from the first line on, so stdout carries only a command's output.
+  if (const tern::Status logging = tern::service::configure_logging({}); !logging.ok()) {
+    fmt::print(stderr, "tern: {}\n", logging.message());
+    return tern::tools::kExitUsage;
+  }
   if (argc < 2) {
     print_usage(stderr);
     return tern::tools::kExitUsage;

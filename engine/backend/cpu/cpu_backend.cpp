@@ -164,6 +164,15 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
   scaling.original_max_position = rope.original_max_position;
   state->inverse_frequencies =
       kernels::rope_inverse_frequencies(config.head_dim, config.rope_theta, scaling);
+  // Llama 3.1 GGUF files carry their RoPE scaling as per-frequency divisors.
+  if (const WeightTensor* factors = weights.rope_freq_factors()) {
+    const std::vector<float> divisors = to_f32(*factors);
+    if (divisors.size() != state->inverse_frequencies.size()) {
+      return Error{fmt::format("{}: rope_freqs.weight has {} values, expected {}", weights.path(),
+                               divisors.size(), state->inverse_frequencies.size())};
+    }
+    for (std::size_t i = 0; i < divisors.size(); ++i) state->inverse_frequencies[i] /= divisors[i];
+  }
   state->rope_layout = config.rope_layout == RopeLayout::interleaved
                            ? kernels::RopeLayout::interleaved
                            : kernels::RopeLayout::neox;
