@@ -229,4 +229,59 @@ TEST(Cli, GenerateRejectsOutOfVocabularyIds) {
   EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
 }
 
+// Every reference render of ../shared, through the command line, byte for byte.
+TEST(Cli, ChatTemplateRendersReferenceCases) {
+  for (const std::string family : {"qwen3", "llama3"}) {
+    TERN_REQUIRE_SHARED(tokenizer, "tokenizers/" + family);
+    TERN_REQUIRE_SHARED(reference, "reference/" + family + ".chat_template.jsonl");
+    simdjson::dom::parser parser;
+    std::ifstream file(reference);
+    int cases = 0;
+    for (std::string line; std::getline(file, line);) {
+      simdjson::dom::element record = parser.parse(line);
+      const std::filesystem::path context =
+          std::filesystem::temp_directory_path() / fmt::format("tern-chat-{}.json", ::getpid());
+      std::ofstream(context, std::ios::binary) << simdjson::to_string(record["context"]);
+      const CommandResult result = run(fmt::format("chat-template --model '{}' --context '{}'",
+                                                   tokenizer.string(), context.string()),
+                                       true);
+      std::filesystem::remove(context);
+      EXPECT_EQ(result.exit_code, 0) << family << " " << std::string_view(record["case"]);
+      EXPECT_EQ(result.output, std::string_view(record["rendered"]))
+          << family << " " << std::string_view(record["case"]);
+      ++cases;
+    }
+    EXPECT_GT(cases, 0) << family;
+  }
+}
+
+TEST(Cli, ChatTemplateFallsBackToChatMlWithWarning) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  const std::filesystem::path context =
+      std::filesystem::temp_directory_path() / fmt::format("tern-chatml-{}.json", ::getpid());
+  std::ofstream(context) << R"({"messages":[{"role":"user","content":"Hi"}],)"
+                         << R"("add_generation_prompt":true})";
+  const CommandResult result = run(
+      fmt::format("chat-template --model '{}' --context '{}'", model.string(), context.string()));
+  std::filesystem::remove(context);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("no chat template; using ChatML"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Cli, ChatTemplateErrorsNameTheContextFile) {
+  TERN_REQUIRE_SHARED(tokenizer, "tokenizers/qwen3");
+  const std::filesystem::path context =
+      std::filesystem::temp_directory_path() / fmt::format("tern-badchat-{}.json", ::getpid());
+  std::ofstream(context) << R"({"messages": [)";
+  const CommandResult result = run(fmt::format("chat-template --model '{}' --context '{}'",
+                                               tokenizer.string(), context.string()));
+  std::filesystem::remove(context);
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find(context.string()), std::string::npos) << result.output;
+}
+
 }  // namespace

@@ -158,8 +158,8 @@ int command_generate(std::span<char* const> args) {
   }
   const double decode_seconds = seconds_since(decode_start);
   if (detokenizer) fmt::print("{}\n", detokenizer->flush());
-  std::fflush(stdout);
   if (print_ids) fmt::print("{}\n", format_id_list(generated));
+  std::fflush(stdout);
 
   const auto decoded = static_cast<double>(generated.size());
   fmt::print(stderr,
