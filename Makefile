@@ -4,10 +4,29 @@ BUILD_TYPE ?= Release
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: test build configure setup format clean
+.PHONY: test build configure setup format clean sanitize asan tsan
 
-test: build
+# Everything: the sanitizer runs below, then the Release build's whole CTest suite.
+test: build sanitize
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 $(CTEST_ARGS)
+
+# The parsers and loaders under ASan+UBSan on hostile input (fuzz and robustness tests), and the
+# cross-thread pieces under TSan. Only the test binaries involved are built.
+ASAN_FILTER ?= ModelFuzz*:TokenizerRobustness*:JinjaRobustness*:GgufFile*:Safetensors*
+TSAN_FILTER ?= MpscQueue*:SpscChannel*:ThreadPool*:Engine*
+sanitize: asan tsan
+
+asan: setup
+	@test -f build-asan/build.ninja || cmake --preset asan >/dev/null
+	cmake --build build-asan --target tern_engine_tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  build-asan/tests/tern_engine_tests --gtest_filter='$(ASAN_FILTER)' --gtest_brief=1
+
+tsan: setup
+	@test -f build-tsan/build.ninja || cmake --preset tsan >/dev/null
+	cmake --build build-tsan --target tern_engine_tests tern_kernels_tests
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tern_engine_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
+	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tern_kernels_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
 
 build: configure
 	cmake --build $(BUILD_DIR)
@@ -23,4 +42,4 @@ format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan

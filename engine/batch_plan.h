@@ -5,6 +5,13 @@
 
 namespace tern::engine {
 
+// A copy the backend performs before the next forward pass: all of block `src`'s KV into `dst`
+// (copy-on-write of a block shared after a fork).
+struct BlockCopy {
+  std::int32_t src = 0;
+  std::int32_t dst = 0;
+};
+
 // One sequence's share of a step: a contiguous run of query tokens (a prefill chunk, or one
 // decode token) that attends to everything the sequence has cached before it.
 struct SequenceChunk {

@@ -5,13 +5,9 @@
 #include <span>
 #include <vector>
 
-namespace tern::engine {
+#include "engine/batch_plan.h"
 
-// A copy the backend performs before the next forward pass: all of block `src`'s KV into `dst`.
-struct BlockCopy {
-  std::int32_t src = 0;
-  std::int32_t dst = 0;
-};
+namespace tern::engine {
 
 // One sequence's KV blocks. The sequence owns it; only KvCacheManager changes it.
 class BlockTable {

@@ -2,8 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tern::engine {
+namespace {
+
+bool better(const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& b) {
+  return a.first > b.first || (a.first == b.first && a.second < b.second);
+}
+
+}  // namespace
 
 std::int32_t argmax(std::span<const float> logits) {
   std::int32_t best = 0;
@@ -13,52 +21,101 @@ std::int32_t argmax(std::span<const float> logits) {
   return best;
 }
 
+float log_probability(std::span<const float> logits, std::int32_t token,
+                      std::span<TokenLogprob> top) {
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const float logit : logits) max_logit = std::max(max_logit, logit);
+  double total = 0;
+  for (const float logit : logits) total += std::exp(static_cast<double>(logit - max_logit));
+  const auto log_total = static_cast<float>(std::log(total)) + max_logit;
+
+  // Insertion into a small sorted array: top_logprobs is at most 20.
+  std::size_t filled = 0;
+  for (std::size_t i = 0; i < logits.size() && !top.empty(); ++i) {
+    const float logit = logits[i];
+    if (filled == top.size() && !(logit > top[filled - 1].logprob)) continue;
+    std::size_t at = std::min(filled, top.size() - 1);
+    while (at > 0 && logit > top[at - 1].logprob) {
+      top[at] = top[at - 1];
+      --at;
+    }
+    top[at] = {static_cast<std::int32_t>(i), logit};
+    filled = std::min(filled + 1, top.size());
+  }
+  for (TokenLogprob& entry : top) entry.logprob -= log_total;
+  return logits[static_cast<std::size_t>(token)] - log_total;
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
-std::int32_t Sampler::sample(std::span<const float> logits) {
-  if (params_.temperature <= 0.0f || params_.top_k == 1) return argmax(logits);
-
-  candidates_.clear();
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    candidates_.emplace_back(logits[i] / params_.temperature, static_cast<std::int32_t>(i));
-  }
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  };
-  std::size_t keep = candidates_.size();
-  if (params_.top_k > 0) keep = std::min(keep, static_cast<std::size_t>(params_.top_k));
-  std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(keep),
-                    candidates_.end(), by_logit);
-  candidates_.resize(keep);
-
-  // Softmax over what is left, then min-p and top-p cut the tail.
-  const float max_logit = candidates_.front().first;
-  double total = 0;
-  for (auto& [value, id] : candidates_) {
-    value = std::exp(value - max_logit);
-    total += value;
-  }
-  for (auto& candidate : candidates_) candidate.first = static_cast<float>(candidate.first / total);
-  const float min_probability = params_.min_p * candidates_.front().first;
-  double cumulative = 0;
-  std::size_t cut = 0;
-  while (cut < candidates_.size()) {
-    if (cut > 0 && candidates_[cut].first < min_probability) break;
-    cumulative += candidates_[cut].first;
-    ++cut;
-    if (cumulative >= params_.top_p) break;
-  }
-  candidates_.resize(cut);
-
-  double mass = 0;
-  for (const auto& candidate : candidates_) mass += candidate.first;
-  std::uniform_real_distribution<double> uniform(0.0, mass);
-  double draw = uniform(rng_);
+// A uniform draw in [0, mass) from 53 random bits: the same on every standard library, unlike
+// std::uniform_real_distribution.
+std::int32_t Sampler::draw(double mass) {
+  const double uniform = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  double remaining = uniform * mass;
   for (const auto& [probability, id] : candidates_) {
-    draw -= probability;
-    if (draw <= 0) return id;
+    remaining -= probability;
+    if (remaining < 0) return id;
   }
   return candidates_.back().second;
+}
+
+std::int32_t Sampler::sample(std::span<const float> logits) {
+  if (params_.is_greedy()) return argmax(logits);
+
+  const float inverse_temperature = 1.0f / params_.temperature;
+  candidates_.clear();
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] == -std::numeric_limits<float>::infinity()) continue;
+    candidates_.emplace_back(logits[i] * inverse_temperature, static_cast<std::int32_t>(i));
+  }
+  if (candidates_.empty()) return argmax(logits);
+  bool sorted = false;
+  if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < candidates_.size()) {
+    const auto keep = static_cast<std::ptrdiff_t>(params_.top_k);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
+    candidates_.resize(static_cast<std::size_t>(keep));
+    sorted = true;
+  }
+
+  // Softmax over what is left (unnormalised until the cuts are made).
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (const auto& candidate : candidates_) max_logit = std::max(max_logit, candidate.first);
+  double total = 0;
+  for (auto& candidate : candidates_) {
+    candidate.first = std::exp(candidate.first - max_logit);
+    total += candidate.first;
+  }
+  if (params_.min_p > 0.0f) {
+    // The best candidate has weight exp(0) = 1, so min_p is the threshold itself.
+    const auto threshold = params_.min_p;
+    std::erase_if(candidates_, [&](const auto& c) { return c.first < threshold; });
+    total = 0;
+    for (const auto& candidate : candidates_) total += candidate.first;
+  }
+  if (params_.top_p < 1.0f) {
+    // Sort only as much of the head as the nucleus needs: usually a few dozen tokens.
+    const double target = static_cast<double>(params_.top_p) * total;
+    std::size_t head = sorted ? candidates_.size() : std::min<std::size_t>(64, candidates_.size());
+    for (;;) {
+      if (!sorted) {
+        std::partial_sort(candidates_.begin(),
+                          candidates_.begin() + static_cast<std::ptrdiff_t>(head),
+                          candidates_.end(), better);
+      }
+      double cumulative = 0;
+      std::size_t cut = 0;
+      while (cut < head && cumulative < target) cumulative += candidates_[cut++].first;
+      if (cumulative >= target || head == candidates_.size()) {
+        candidates_.resize(std::max<std::size_t>(cut, 1));
+        break;
+      }
+      head = std::min(head * 4, candidates_.size());
+    }
+    total = 0;
+    for (const auto& candidate : candidates_) total += candidate.first;
+  }
+  return draw(total);
 }
 
 }  // namespace tern::engine

@@ -3,20 +3,21 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
+
+#include "engine/sampling_params.h"
 
 namespace tern::engine {
 
-struct SamplingParams {
-  float temperature = 1.0f;  // 0 means greedy
-  std::int32_t top_k = 0;    // 0 or -1: off
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  std::uint64_t seed = 0;
+struct TokenLogprob {
+  std::int32_t token = 0;
+  float logprob = 0.0f;
 };
 
-// Picks the next token from logits. Each request owns one, so its random stream depends only on
-// its own seed, never on what else runs.
+// Picks the next token from logits: greedy, or temperature then top-k, min-p and top-p, drawn
+// from the request's own RNG. Each sample owns one, so its random stream depends only on its
+// seed, never on what else runs. Scratch buffers are reused between calls.
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
@@ -24,12 +25,18 @@ class Sampler {
   std::int32_t sample(std::span<const float> logits);
 
  private:
+  std::int32_t draw(double mass);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, std::int32_t>> candidates_;  // reused between calls
+  std::vector<std::pair<float, std::int32_t>> candidates_;
 };
 
 // The index of the largest logit; the lowest index wins a tie.
 std::int32_t argmax(std::span<const float> logits);
+
+// log_softmax(logits)[token], and the `top.size()` most likely tokens, best first (ties by id).
+float log_probability(std::span<const float> logits, std::int32_t token,
+                      std::span<TokenLogprob> top);
 
 }  // namespace tern::engine

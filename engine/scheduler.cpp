@@ -46,7 +46,7 @@ const SchedulerOutput& Scheduler::schedule() {
   // Decodes first, one token each, so that no prefill can starve them.
   for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence& sequence = *running_[i];
-    if (sequence.num_tokens() - sequence.num_computed_tokens != 1) continue;
+    if (sequence.paused || sequence.num_tokens() - sequence.num_computed_tokens != 1) continue;
     // On failure it was the last one running (it or those after it were preempted): done.
     if (!reserve_decode_slot(sequence)) break;
     add_chunk(sequence, 1);
@@ -56,21 +56,27 @@ const SchedulerOutput& Scheduler::schedule() {
   for (Sequence* sequence : running_) {
     if (budget == 0) break;
     const std::int32_t remaining = sequence->num_tokens() - sequence->num_computed_tokens;
-    if (remaining < 2) continue;
+    if (remaining < 2 || sequence->paused) continue;
     const std::int32_t chunk = std::min(remaining, budget);
     add_chunk(*sequence, chunk);
     budget -= chunk;
   }
   // Then newcomers in arrival order; none in a step that had to preempt, which would thrash.
-  while (output_.preempted.empty() && budget > 0 && !waiting_.empty() &&
+  // Paused sequences (preempted while their consumer was behind) are stepped over.
+  std::size_t head = 0;
+  while (output_.preempted.empty() && budget > 0 && head < waiting_.size() &&
          num_running() < options_.max_num_seqs) {
-    Sequence& sequence = *waiting_.front();
-    if (kv_cache_.blocks_for(sequence.num_tokens()) > usable_blocks()) {
-      waiting_.pop_front();  // preempted, then outgrew the whole cache
-      drop_out_of_memory(sequence);
+    Sequence& sequence = *waiting_[head];
+    if (sequence.paused) {
+      ++head;
       continue;
     }
-    if (!admit(sequence)) break;  // nobody overtakes the head of the queue
+    if (kv_cache_.blocks_for(sequence.num_tokens()) > usable_blocks()) {
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(head));
+      drop_out_of_memory(sequence);  // preempted, then outgrew the whole cache
+      continue;
+    }
+    if (!admit(sequence, head)) break;  // nobody overtakes the head of the queue
     const std::int32_t chunk =
         std::min(sequence.num_tokens() - sequence.num_computed_tokens, budget);
     add_chunk(sequence, chunk);
@@ -145,11 +151,11 @@ bool Scheduler::reserve_decode_slot(Sequence& sequence) {
 
 // Moves the head of the waiting queue to running with blocks for all its known tokens, so a
 // chunked prefill never stalls halfway for lack of blocks. Returns false when it must wait.
-bool Scheduler::admit(Sequence& sequence) {
+bool Scheduler::admit(Sequence& sequence, std::size_t waiting_index) {
   const auto cached =
       kv_cache_.allocate(sequence.blocks, sequence.tokens, options_.kv_watermark_blocks);
   if (!cached) return false;
-  waiting_.pop_front();
+  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(waiting_index));
   sequence.num_computed_tokens = *cached;
   if (sequence.num_preemptions == 0) sequence.num_cached_prompt_tokens = *cached;
   sequence.state = SequenceState::running;

@@ -61,6 +61,7 @@ class Scheduler {
   // back to the pool.
   void finish(Sequence& sequence);
 
+  // Paused sequences (Sequence::paused) are skipped but keep their blocks and their place.
   bool has_work() const { return !waiting_.empty() || !running_.empty(); }
   std::int32_t num_waiting() const { return static_cast<std::int32_t>(waiting_.size()); }
   std::int32_t num_running() const { return static_cast<std::int32_t>(running_.size()); }
@@ -69,7 +70,7 @@ class Scheduler {
 
  private:
   bool reserve_decode_slot(Sequence& sequence);
-  bool admit(Sequence& sequence);
+  bool admit(Sequence& sequence, std::size_t waiting_index);
   void preempt_last_running();
   void drop_out_of_memory(Sequence& sequence);
   std::int32_t usable_blocks() const {

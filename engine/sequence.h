@@ -28,6 +28,8 @@ struct Sequence {
   std::int32_t num_cached_prompt_tokens = 0;  // found in the prefix cache at first admission
   std::int32_t num_preemptions = 0;
   SequenceState state = SequenceState::waiting;
+  // Its consumer is behind: the scheduler skips it (keeping its blocks) until this clears.
+  bool paused = false;
   BlockTable blocks;
 
   std::int32_t num_tokens() const { return static_cast<std::int32_t>(tokens.size()); }

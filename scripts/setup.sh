@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libpcre2-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
+  prometheus  # promtool, for the /metrics format test
 )
 
 missing=()

@@ -34,6 +34,9 @@ class Backend {
   // (Re)allocates the KV pools; every block id in later plans must be below spec.num_blocks.
   virtual Status allocate_kv_cache(const KvCacheSpec& spec) = 0;
 
+  // Copies whole KV blocks, in order, in every layer's pools: copy-on-write after a fork.
+  virtual Status copy_kv_blocks(std::span<const BlockCopy> copies) = 0;
+
   // Runs every layer over the plan's tokens, writing K/V at the plan's positions, and writes
   // one row of vocab_size() logits per sequence that wants them, in plan order.
   virtual Status forward(const BatchPlan& plan, std::span<float> logits) = 0;

@@ -114,7 +114,7 @@ void matmul(Isa isa, const WeightMatrix& w, const float* x, std::int64_t tokens,
             std::int64_t x_stride, float* y, std::int64_t y_stride, MatmulWorkspace& workspace,
             ThreadPool& pool) {
   assert(is_matmul_supported(w.type) && is_isa_supported(isa));
-  assert(w.cols <= workspace.max_cols() && pool.size() <= workspace.max_threads());
+  assert(w.cols <= workspace.max_cols());
   assert(w.cols % tensor_type_traits(w.type).block_elements == 0);
   const KernelTable& table = kernel_table(isa);
   const detail::RowsKernel kernel = rows_kernel(table, w.type);
@@ -142,7 +142,10 @@ void matmul(Isa isa, const WeightMatrix& w, const float* x, std::int64_t tokens,
       args.act = act;
       args.act_stride = act_stride;
     }
-    pool.run([&](int thread_index, int thread_count) {
+    pool.run([&](int thread_index, int pool_threads) {
+      // A pool larger than the workspace leaves its extra threads idle rather than failing.
+      const int thread_count = std::min(pool_threads, workspace.max_threads());
+      if (thread_index >= thread_count) return;
       const std::int64_t begin =
           std::min(w.rows, granules * thread_index / thread_count * kRowGranule);
       const std::int64_t end =

@@ -55,8 +55,8 @@ class MatmulWorkspace {
 //
 // Batch invariance: for a given Isa, every y element is computed with the same arithmetic in the
 // same order whatever `tokens`, the token's position in the batch and the pool size, so results
-// are bit-identical across batch compositions. Requires is_matmul_supported(w.type),
-// w.cols <= workspace.max_cols() and pool.size() <= workspace.max_threads().
+// are bit-identical across batch compositions. Requires is_matmul_supported(w.type) and
+// w.cols <= workspace.max_cols(); pool threads beyond workspace.max_threads() stay idle.
 void matmul(const WeightMatrix& w, const float* x, std::int64_t tokens, std::int64_t x_stride,
             float* y, std::int64_t y_stride, MatmulWorkspace& workspace, ThreadPool& pool);
 

@@ -5,10 +5,6 @@
 namespace tern::kernels::detail {
 namespace {
 
-struct VnniDot {
-  static __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
-};
-
 std::size_t no_scratch(std::int64_t) {
   return 0;
 }
@@ -38,11 +34,11 @@ const KernelTable& avx512_vnni_kernels() {
       float_rows<LoadF32>,
       float_rows<LoadF16>,
       float_rows<LoadBf16>,
-      q8_rows<VnniDot, TensorType::q8_0>,
-      q8_rows<VnniDot, TensorType::q4_0>,
+      vnni_panel_rows_q8_0,
+      vnni_panel_rows_q4_0,
       k_quant_rows<BlockQ4K, q4_k_dot>,
       k_quant_rows<BlockQ6K, q6_k_dot>,
-      no_scratch,
+      vnni_panel_scratch_bytes,
   };
   return table;
 }

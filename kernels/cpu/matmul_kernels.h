@@ -75,6 +75,12 @@ struct KernelTable {
   std::size_t (*scratch_bytes)(std::int64_t cols);
 };
 
+// The VNNI GEMM over repacked weight panels (matmul_panel_avx512.cpp); below a few tokens it
+// falls back to the VNNI GEMV kernel.
+void vnni_panel_rows_q8_0(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
+void vnni_panel_rows_q4_0(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
+std::size_t vnni_panel_scratch_bytes(std::int64_t cols);
+
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();

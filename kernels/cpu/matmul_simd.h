@@ -12,10 +12,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/half_float.h"
 #include "kernels/cpu/matmul_kernels.h"
 
 namespace tern::kernels::detail {
@@ -28,6 +28,21 @@ struct MaddubsDot {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
 };
+
+#if defined(__AVX512VNNI__)
+struct VnniDot {
+  static __m256i dot(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_epi32(acc, u, s); }
+};
+#endif
+
+// Not half_float.h: its inline functions have external linkage, and a copy compiled here could be
+// the one the linker keeps for baseline callers. F16C converts exactly, with the same results.
+inline float simd_half_to_float(std::uint16_t bits) {
+  return _cvtsh_ss(bits);
+}
+inline float simd_bf16_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
 
 inline int hsum_i32(__m256i v) {
   __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -75,7 +90,7 @@ inline __m256i pack_i32_to_i8(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
 
 // ---- activation quantization (same rounding as the scalar reference: x * (1 / d), nearest even)
 
-void simd_quantize_q8(const float* x, std::int64_t cols, Q8Activation* dst, int offset) {
+inline void simd_quantize_q8(const float* x, std::int64_t cols, Q8Activation* dst, int offset) {
   for (std::int64_t b = 0; b < cols / 32; ++b) {
     const float* v = x + b * 32;
     __m256 values[4];
@@ -97,7 +112,7 @@ void simd_quantize_q8(const float* x, std::int64_t cols, Q8Activation* dst, int 
   }
 }
 
-void simd_quantize_q8_k(const float* x, std::int64_t cols, BlockQ8K* dst) {
+inline void simd_quantize_q8_k(const float* x, std::int64_t cols, BlockQ8K* dst) {
   for (std::int64_t b = 0; b < cols / 256; ++b) {
     const float* v = x + b * 256;
     __m256 amax = _mm256_setzero_ps();
@@ -165,18 +180,26 @@ inline __m256 gather_scales8(const std::byte* first, __m256i offsets) {
 inline float half_scale(const std::byte* block) {
   std::uint16_t bits;
   std::memcpy(&bits, block, 2);
-  return half_to_float(bits);
+  return simd_half_to_float(bits);
 }
 
-// Eight consecutive rows for one token; lane i of the accumulator is row i.
+// Eight consecutive rows for one token; lane i of the accumulator is row i. `prefetch` (may be
+// null) is the next group's memory, pulled in evenly while this group computes: each group is only
+// a few KB, too short for the hardware prefetcher to lock on to eight row streams.
 template <class Dot, TensorType kType>
 void q8_rows8(const std::byte* row0, std::int64_t row_bytes, const Q8Activation* x,
-              std::int64_t blocks, float* y) {
+              std::int64_t blocks, float* y, const std::byte* prefetch) {
   constexpr std::int64_t kBlockBytes = Q8Format<kType>::kBlockBytes;
   const auto rb = static_cast<int>(row_bytes);
   const __m256i offsets = _mm256_setr_epi32(0, rb, 2 * rb, 3 * rb, 4 * rb, 5 * rb, 6 * rb, 7 * rb);
+  const std::int64_t prefetch_bytes = prefetch ? 8 * row_bytes : 0;
+  std::int64_t prefetched = 0;
   __m256 acc = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
+    for (const std::int64_t target = (b + 1) * prefetch_bytes / blocks; prefetched < target;
+         prefetched += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(prefetch + prefetched), _MM_HINT_T0);
+    }
     const std::byte* column = row0 + b * kBlockBytes;
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     __m256i partial[8];
@@ -210,10 +233,11 @@ void q8_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_en
   const auto* base = static_cast<const std::byte*>(args.w->data);
   std::int64_t r = row_begin;
   for (; r + 8 <= row_end; r += 8) {
+    const std::byte* next = r + 16 <= row_end ? base + (r + 8) * row_bytes : nullptr;
     for (std::int64_t t = 0; t < args.tokens; ++t) {
       const auto* x = reinterpret_cast<const Q8Activation*>(args.act + t * args.act_stride);
       q8_rows8<Dot, kType>(base + r * row_bytes, row_bytes, x, blocks,
-                           args.y + t * args.y_stride + r);
+                           args.y + t * args.y_stride + r, t == 0 ? next : nullptr);
     }
   }
   for (; r < row_end; ++r) {
@@ -252,8 +276,8 @@ inline float q4_k_dot(const BlockQ4K* w, const BlockQ8K* x, std::int64_t blocks)
           sum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x_hi),
                                  _mm256_set1_epi16(static_cast<short>(scales[2 * c + 1]))));
     }
-    acc = std::fma(static_cast<float>(hsum_i32(sum)), half_to_float(w[b].d) * x[b].d, acc);
-    acc = std::fma(static_cast<float>(min_sum), -(half_to_float(w[b].dmin) * x[b].d), acc);
+    acc = std::fma(static_cast<float>(hsum_i32(sum)), simd_half_to_float(w[b].d) * x[b].d, acc);
+    acc = std::fma(static_cast<float>(min_sum), -(simd_half_to_float(w[b].dmin) * x[b].d), acc);
   }
   return acc;
 }
@@ -288,7 +312,7 @@ inline float q6_k_dot(const BlockQ6K* w, const BlockQ8K* x, std::int64_t blocks)
       }
     }
     const int total = hsum_i32(sum) - 32 * offset_sum;
-    acc = std::fma(static_cast<float>(total), half_to_float(w[b].d) * x[b].d, acc);
+    acc = std::fma(static_cast<float>(total), simd_half_to_float(w[b].d) * x[b].d, acc);
   }
   return acc;
 }
@@ -333,7 +357,7 @@ struct LoadF16 {
   static float one(const std::byte* p) {
     std::uint16_t bits;
     std::memcpy(&bits, p, 2);
-    return half_to_float(bits);
+    return simd_half_to_float(bits);
   }
 };
 struct LoadBf16 {
@@ -346,7 +370,7 @@ struct LoadBf16 {
   static float one(const std::byte* p) {
     std::uint16_t bits;
     std::memcpy(&bits, p, 2);
-    return bf16_to_float(bits);
+    return simd_bf16_to_float(bits);
   }
 };
 

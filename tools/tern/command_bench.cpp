@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "engine/sequence_runner.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/tern/arguments.h"
+#include "tools/tern/bench_batch.h"
 #include "tools/tern/id_list.h"
 #include "tools/tern/memory_bandwidth.h"
 #include "tools/tern/subcommands.h"
@@ -18,17 +20,20 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 6> kOptions{{
+constexpr std::array<OptionSpec, 7> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
     {"repetitions", true, "runs per test (default 3)", 'r'},
     {"threads", true, "compute threads (default: one per core)", 't'},
+    {"batch", true,
+     "batch sizes, comma-separated: B requests of -p tokens generating -n each through the "
+     "engine (a table of B, PP t/s, TG t/s)"},
     {"help", false, "print this help", 'h'},
 }};
 
 constexpr std::string_view kUsage =
-    "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS]\n";
+    "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32]\n";
 
 struct Stats {
   double mean = 0, stddev = 0;
@@ -122,6 +127,17 @@ int command_bench(std::span<char* const> args) {
   }
 
   kernels::ThreadPool pool(static_cast<int>(*threads));
+  if (const auto batch = parsed->value("batch")) {
+    auto sizes = parse_id_list(*batch, 4096);
+    if (!sizes || sizes->empty() || prompt_lengths->size() != 1 || *n_gen < 1 ||
+        std::ranges::any_of(*sizes, [](std::int32_t b) { return b < 1; })) {
+      return fail("--batch takes sizes >= 1, with one -p length and -n >= 1", kExitUsage);
+    }
+    std::unique_ptr<engine::Tokenizer> tokenizer;  // optional: detokenizing is part of the cost
+    if (auto loaded = engine::Tokenizer::load(*model_path)) tokenizer = std::move(*loaded);
+    return bench_batch(*weights, tokenizer.get(), pool, *sizes, prompt_lengths->front(),
+                       static_cast<std::int32_t>(*n_gen));
+  }
   engine::CpuBackendOptions options;
   options.max_sequences = 1;
   options.max_context = longest;

@@ -15,13 +15,14 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/tern/arguments.h"
+#include "tools/tern/generate_batch.h"
 #include "tools/tern/id_list.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 11> kOptions{{
+constexpr std::array<OptionSpec, 13> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"prompt", true, "prompt text (tokenized with the model's tokenizer)", 'p'},
     {"prompt-ids", true, "prompt as comma-separated token ids instead of text"},
@@ -31,13 +32,18 @@ constexpr std::array<OptionSpec, 11> kOptions{{
     {"top-k", true, "top-k (default 40; 0 disables)"},
     {"top-p", true, "top-p (default 0.95)"},
     {"threads", true, "compute threads (default: one per core)", 't'},
+    {"prompts-file", true,
+     "JSON lines of {\"prompt\"} or {\"prompt_ids\"} (optional max_tokens, temperature, seed, "
+     "top_p, stop), run through one engine; one JSON line out per prompt"},
+    {"parallel", true, "with --prompts-file: requests in flight at most (default 4)"},
     {"print-ids", false, "print the generated ids as one comma-separated line instead of text"},
     {"help", false, "print this help", 'h'},
 }};
 
 constexpr std::string_view kUsage =
     "usage: tern generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] "
-    "[--seed S] [--threads T] [--print-ids]\n";
+    "[--seed S] [--threads T] [--print-ids]\n"
+    "       tern generate --model PATH --prompts-file F.jsonl [--parallel N] [-n N] [--temp T]\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -63,7 +69,8 @@ int command_generate(std::span<char* const> args) {
   }
   const auto model_path = parsed->value("model");
   if (!model_path) return fail("--model PATH is required", kExitUsage);
-  if (parsed->has("prompt") == parsed->has("prompt-ids")) {
+  const bool batch = parsed->has("prompts-file");
+  if (!batch && parsed->has("prompt") == parsed->has("prompt-ids")) {
     return fail("give exactly one of --prompt and --prompt-ids", kExitUsage);
   }
   std::string option_error;
@@ -83,7 +90,9 @@ int command_generate(std::span<char* const> args) {
   const long long top_k = integer("top-k", 40);
   const double top_p = number("top-p", 0.95);
   const long long threads = integer("threads", std::max(1u, std::thread::hardware_concurrency()));
+  const long long parallel = integer("parallel", 4);
   if (!option_error.empty()) return fail(option_error, kExitUsage);
+  if (parallel < 1 || parallel > 1024) return fail("--parallel must be in 1..1024", kExitUsage);
   if (n_predict < 0 || threads < 1 || threads > 1024 || temperature < 0 || top_p <= 0 ||
       top_p > 1) {
     return fail("-n must be >= 0, --threads in 1..1024, --temp >= 0 and --top-p in (0, 1]",
@@ -97,8 +106,21 @@ int command_generate(std::span<char* const> args) {
   std::unique_ptr<engine::Tokenizer> tokenizer;
   if (auto loaded = engine::Tokenizer::load(*model_path)) {
     tokenizer = std::move(*loaded);
-  } else if (parsed->has("prompt") || !parsed->has("print-ids")) {
+  } else if (!batch && (parsed->has("prompt") || !parsed->has("print-ids"))) {
     return fail(loaded.error().message, kExitUsage);
+  }
+
+  if (batch) {
+    GenerateBatchOptions batch_options;
+    batch_options.prompts_file = *parsed->value("prompts-file");
+    batch_options.parallel = static_cast<std::int32_t>(parallel);
+    batch_options.threads = static_cast<std::int32_t>(threads);
+    batch_options.max_tokens = static_cast<std::int32_t>(std::max(1LL, n_predict));
+    batch_options.sampling.temperature = static_cast<float>(temperature);
+    batch_options.sampling.top_k = static_cast<std::int32_t>(top_k);
+    batch_options.sampling.top_p = static_cast<float>(top_p);
+    batch_options.sampling.seed = static_cast<std::uint64_t>(seed);
+    return generate_batch(*weights, tokenizer.get(), batch_options);
   }
 
   std::vector<std::int32_t> prompt;

@@ -233,6 +233,26 @@ Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   return Status::success();
 }
 
+Status CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
+  State& s = *state_;
+  const std::size_t block_bytes = kernels::kv_block_bytes(s.kv_layout);
+  for (const BlockCopy& copy : copies) {
+    if (copy.src < 0 || copy.src >= s.kv_blocks || copy.dst < 0 || copy.dst >= s.kv_blocks) {
+      return Error{fmt::format("cpu backend: KV block copy {} -> {} outside the pool of {}",
+                               copy.src, copy.dst, s.kv_blocks)};
+    }
+  }
+  for (LayerState& layer : s.layers) {
+    for (const BlockCopy& copy : copies) {
+      const auto src = static_cast<std::size_t>(copy.src) * block_bytes;
+      const auto dst = static_cast<std::size_t>(copy.dst) * block_bytes;
+      std::memcpy(layer.k_pool.get() + dst, layer.k_pool.get() + src, block_bytes);
+      std::memcpy(layer.v_pool.get() + dst, layer.v_pool.get() + src, block_bytes);
+    }
+  }
+  return Status::success();
+}
+
 Status CpuBackend::State::validate(const BatchPlan& plan, std::span<float> logits) const {
   if (kv_blocks == 0) return Error{"cpu backend: forward() before allocate_kv_cache()"};
   const std::int32_t tokens = plan.num_tokens();

@@ -157,6 +157,11 @@ TEST(Matmul, ResultsAreBatchAndThreadInvariant) {
       matmul(isa, m.w, x.data(), kTokens, kCols, other.data(), kRows, small, two);
       EXPECT_EQ(std::memcmp(batch.data(), other.data(), batch.size() * sizeof(float)), 0);
 
+      // A pool larger than the workspace's thread count uses only what the workspace covers.
+      MatmulWorkspace one_thread(kTokens, kCols, 1);
+      matmul(isa, m.w, x.data(), kTokens, kCols, other.data(), kRows, one_thread, two);
+      EXPECT_EQ(std::memcmp(batch.data(), other.data(), batch.size() * sizeof(float)), 0);
+
       // A sub-batch starting mid-batch.
       std::vector<float> sub(13 * kRows);
       matmul(isa, m.w, x.data() + 9 * kCols, 13, kCols, sub.data(), kRows, workspace, two);

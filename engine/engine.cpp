@@ -1,0 +1,551 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "engine/generation.h"
+#include "engine/kv_cache.h"
+#include "engine/mpsc_queue.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace tern::engine {
+namespace {
+
+constexpr std::string_view kOverloaded = "overloaded: ";
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t nanoseconds(Clock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
+struct ActiveRequest;
+
+// One sample as the scheduler sees it (a Sequence), plus what the engine keeps beside it.
+struct EngineSequence : Sequence {
+  EngineSequence(ActiveRequest& owner, std::int32_t sample_index, const Request& request,
+                 const GenerationLimits& limits)
+      : request(owner), index(sample_index), generation(request, sample_index, limits) {}
+
+  ActiveRequest& request;
+  std::int32_t index;
+  Generation generation;
+  bool finished = false;
+  bool in_scheduler = false;
+  std::optional<RequestEvent> pending;  // could not be pushed: the consumer is behind
+};
+
+struct ActiveRequest {
+  Request request;
+  std::shared_ptr<detail::RequestChannel> channel;
+  std::vector<std::unique_ptr<EngineSequence>> samples;
+  std::int32_t unfinished = 0;
+  bool counted_waiting = true;  // in Engine's waiting count until first scheduled
+  bool forked = false;
+};
+
+struct Command {
+  enum class Kind { submit, cancel };
+  Kind kind = Kind::submit;
+  std::uint64_t request_id = 0;
+  std::unique_ptr<ActiveRequest> request;
+};
+
+// The submit queue. Handles share it, so that a consumer that makes room in its channel can
+// wake an engine whose sample was paused for it.
+struct Inbox final : ChannelWaker {
+  explicit Inbox(std::size_t capacity) : queue(capacity) {}
+  void wake() override { queue.wake(); }
+  MpscQueue<Command> queue;
+};
+
+// Written by the engine thread, read by stats() anywhere.
+struct Counters {
+  std::atomic<std::int32_t> running{0};
+  std::atomic<std::int64_t> preempted_total{0}, steps{0}, step_tokens_total{0};
+  std::atomic<std::int32_t> last_step_tokens{0}, kv_free_blocks{0};
+  std::atomic<std::int64_t> prompt_tokens{0}, generated_tokens{0}, cached_tokens{0};
+  std::atomic<std::int64_t> requests_finished{0};
+  std::atomic<std::int64_t> schedule_ns{0}, forward_ns{0}, sample_ns{0}, detokenize_ns{0};
+  std::atomic<double> prefix_hit_rate{0};
+
+  static void add(std::atomic<std::int64_t>& counter, std::int64_t value) {
+    counter.store(counter.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
+  }
+};
+
+}  // namespace
+
+struct Engine::State {
+  State(Backend& model_backend, const Tokenizer* model_tokenizer,
+        const EngineOptions& engine_options, std::int32_t num_blocks,
+        const SchedulerOptions& scheduler_options)
+      : backend(model_backend),
+        tokenizer(model_tokenizer),
+        options(engine_options),
+        limits{model_backend.vocab_size(), engine_options.context_length,
+               model_tokenizer != nullptr},
+        kv_cache({num_blocks, engine_options.block_size, engine_options.enable_prefix_caching}),
+        scheduler(scheduler_options, kv_cache),
+        inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),
+        max_waiting(scheduler_options.max_waiting),
+        logits(static_cast<std::size_t>(scheduler_options.max_num_seqs) *
+               static_cast<std::size_t>(limits.vocab_size)),
+        scratch(static_cast<std::size_t>(limits.vocab_size)) {
+    paused.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
+    completed.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
+  }
+
+  Backend& backend;
+  const Tokenizer* tokenizer;
+  EngineOptions options;
+  RequestLimits limits;
+  KvCacheManager kv_cache;
+  Scheduler scheduler;
+  std::shared_ptr<Inbox> inbox;
+  std::int32_t max_waiting;
+
+  // Engine thread only.
+  std::unordered_map<std::uint64_t, std::unique_ptr<ActiveRequest>> active;
+  std::vector<EngineSequence*> paused;
+  std::vector<std::uint64_t> completed;
+  std::vector<float> logits;
+  std::vector<float> scratch;
+
+  // Shared.
+  std::atomic<std::uint64_t> next_id{1};
+  std::atomic<std::int32_t> waiting{0};
+  std::atomic<std::int32_t> submits_in_flight{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<StopMode> stop_mode{StopMode::drain};
+  Counters counters;
+  std::thread thread;
+
+  void run();
+  void drain_commands();
+  void start(std::unique_ptr<ActiveRequest> request);
+  void poll_cancellations();
+  void retry_paused();
+  bool step();
+  void fork_samples(ActiveRequest& request, EngineSequence& parent);
+  void generate(EngineSequence& sample, std::span<const float> row);
+  bool deliver(EngineSequence& sample, RequestEvent& event);
+  void emit(EngineSequence& sample, RequestEvent&& event);
+  void finish(EngineSequence& sample, RequestEvent&& event);
+  void finish_with(EngineSequence& sample, FinishReason reason, std::string_view message);
+  void cancel_request(ActiveRequest& request, std::string_view message);
+  void remove_completed();
+  void publish_counters();
+};
+
+// ---- the engine thread ----------------------------------------------------------------------
+
+void Engine::State::run() {
+  for (;;) {
+    drain_commands();
+    if (stopping.load(std::memory_order_seq_cst)) {
+      const bool cancel_all = stop_mode.load() == StopMode::cancel;
+      for (auto& [id, request] : active) {
+        if (cancel_all) cancel_request(*request, "the engine is stopping");
+      }
+      // A paused sample would wait on its consumer forever.
+      while (!paused.empty()) cancel_request(paused.back()->request, "slow_consumer");
+      remove_completed();
+      if (active.empty() && submits_in_flight.load(std::memory_order_seq_cst) == 0 &&
+          inbox->queue.empty()) {
+        break;
+      }
+    }
+    poll_cancellations();
+    retry_paused();
+    remove_completed();
+    const bool ran = scheduler.has_work() && step();
+    remove_completed();
+    publish_counters();
+    if (!ran && !stopping.load()) inbox->queue.wait();
+    if (!ran && stopping.load()) std::this_thread::yield();  // a submit() is finishing its push
+  }
+}
+
+void Engine::State::drain_commands() {
+  while (std::optional<Command> command = inbox->queue.try_pop()) {
+    if (command->kind == Command::Kind::submit) {
+      start(std::move(command->request));
+      continue;
+    }
+    const auto it = active.find(command->request_id);
+    if (it != active.end()) cancel_request(*it->second, "");
+  }
+}
+
+void Engine::State::start(std::unique_ptr<ActiveRequest> owned) {
+  ActiveRequest& request = *owned;
+  active.emplace(request.channel->id, std::move(owned));
+  Counters::add(counters.prompt_tokens,
+                static_cast<std::int64_t>(request.request.prompt_ids.size()));
+  EngineSequence& first = *request.samples.front();
+  if (Status added = scheduler.add(&first); !added.ok()) {
+    const bool overload = added.message().starts_with("server overloaded");
+    finish_with(first, FinishReason::error,
+                overload ? fmt::format("{}{}", kOverloaded, added.message()) : added.message());
+    return;
+  }
+  first.in_scheduler = true;
+}
+
+void Engine::State::poll_cancellations() {
+  for (auto& [id, request] : active) {
+    if (request->channel->cancel_requested.load(std::memory_order_acquire)) {
+      cancel_request(*request, "");
+    }
+  }
+}
+
+void Engine::State::retry_paused() {
+  std::erase_if(paused, [&](EngineSequence* sample) {
+    // Announce the wait first, so that a pop after a failed check is sure to wake us.
+    sample->request.channel->engine_waiting_for_room.store(true, std::memory_order_seq_cst);
+    if (!deliver(*sample, *sample->pending)) return false;
+    sample->pending.reset();
+    sample->paused = false;
+    return true;
+  });
+}
+
+bool Engine::State::step() {
+  const Clock::time_point schedule_start = Clock::now();
+  const SchedulerOutput& output = scheduler.schedule();
+  for (Sequence* sequence : output.out_of_memory) {
+    finish_with(static_cast<EngineSequence&>(*sequence), FinishReason::error,
+                "the sequence no longer fits in the KV cache");
+  }
+  publish_counters();  // running before no longer waiting, so a snapshot never sees neither
+  for (Sequence* sequence : output.scheduled) {
+    ActiveRequest& request = static_cast<EngineSequence*>(sequence)->request;
+    if (request.counted_waiting) {
+      request.counted_waiting = false;
+      waiting.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  Counters::add(counters.preempted_total, static_cast<std::int64_t>(output.preempted.size()));
+  const Clock::time_point forward_start = Clock::now();
+  Counters::add(counters.schedule_ns, nanoseconds(forward_start - schedule_start));
+  if (output.plan.sequences.empty()) return false;
+
+  Status ran =
+      output.block_copies.empty() ? Status::success() : backend.copy_kv_blocks(output.block_copies);
+  if (ran.ok()) ran = backend.forward(output.plan, logits);
+  const Clock::time_point sample_start = Clock::now();
+  Counters::add(counters.forward_ns, nanoseconds(sample_start - forward_start));
+  if (!ran.ok()) {
+    // Finished first, so that on_step_done() publishes none of their blocks to the prefix cache.
+    for (Sequence* sequence : output.scheduled) {
+      finish_with(static_cast<EngineSequence&>(*sequence), FinishReason::error, ran.message());
+    }
+    scheduler.on_step_done();
+    return true;
+  }
+  scheduler.on_step_done();
+
+  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
+  const std::int64_t detokenize_before = counters.detokenize_ns.load(std::memory_order_relaxed);
+  std::size_t row = 0;
+  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
+    if (!output.plan.sequences[i].wants_logits) continue;
+    const std::span<const float> logits_row =
+        std::span<const float>(logits).subspan(row++ * vocab, vocab);
+    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
+    if (sample.finished) continue;
+    ActiveRequest& request = sample.request;
+    if (request.request.n > 1 && !request.forked) {
+      fork_samples(request, sample);
+      for (std::size_t s = 1; s < request.samples.size(); ++s) {
+        EngineSequence& child = *request.samples[s];
+        // Forked children continue from this very row; fallbacks prefill on their own.
+        if (!child.finished && child.state == SequenceState::running &&
+            child.num_computed_tokens == child.num_tokens()) {
+          generate(child, logits_row);
+        }
+      }
+    }
+    if (!sample.finished) generate(sample, logits_row);
+  }
+  const std::int64_t detokenize_ns =
+      counters.detokenize_ns.load(std::memory_order_relaxed) - detokenize_before;
+  Counters::add(counters.sample_ns, nanoseconds(Clock::now() - sample_start) - detokenize_ns);
+  Counters::add(counters.steps, 1);
+  Counters::add(counters.step_tokens_total, output.plan.num_tokens());
+  counters.last_step_tokens.store(output.plan.num_tokens(), std::memory_order_relaxed);
+  return true;
+}
+
+// n > 1: the other samples share the prompt's blocks from here on.
+void Engine::State::fork_samples(ActiveRequest& request, EngineSequence& parent) {
+  request.forked = true;
+  for (std::size_t s = 1; s < request.samples.size(); ++s) {
+    EngineSequence& child = *request.samples[s];
+    if (child.finished) continue;
+    if (scheduler.fork(parent, &child).ok()) {
+      child.in_scheduler = true;
+      continue;
+    }
+    // No room to run alongside: it queues on its own and reuses the prompt's cached blocks.
+    child.tokens = request.request.prompt_ids;
+    child.num_prompt_tokens = static_cast<std::int32_t>(child.tokens.size());
+    if (Status added = scheduler.add(&child); !added.ok()) {
+      finish_with(child, FinishReason::error, added.message());
+      continue;
+    }
+    child.in_scheduler = true;
+  }
+}
+
+void Engine::State::generate(EngineSequence& sample, std::span<const float> row) {
+  const std::int32_t generated = sample.num_generated_tokens();
+  const std::int32_t token = sample.generation.choose(row, scratch, generated);
+  scheduler.append_token(sample, token);
+  Counters::add(counters.generated_tokens, 1);
+  const Clock::time_point start = Clock::now();
+  RequestEvent event;
+  sample.generation.describe(token, row, generated + 1, event);
+  if (event.finish_reason) {
+    finish(sample, std::move(event));
+  } else {
+    emit(sample, std::move(event));
+  }
+  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
+}
+
+// Pushes a non-final event if it leaves a slot for the last event of every unfinished sample.
+bool Engine::State::deliver(EngineSequence& sample, RequestEvent& event) {
+  SpscChannel<RequestEvent>& events = sample.request.channel->events;
+  if (events.size() + static_cast<std::size_t>(sample.request.unfinished) >= events.capacity()) {
+    return false;
+  }
+  return events.try_push(std::move(event));
+}
+
+void Engine::State::emit(EngineSequence& sample, RequestEvent&& event) {
+  if (deliver(sample, event)) return;
+  ActiveRequest& request = sample.request;
+  if (request.request.slow_consumer == SlowConsumerPolicy::cancel) {
+    cancel_request(request, "slow_consumer");
+    return;
+  }
+  request.channel->engine_waiting_for_room.store(true, std::memory_order_seq_cst);
+  if (deliver(sample, event)) return;  // the consumer made room meanwhile
+  sample.pending = std::move(event);
+  sample.paused = true;
+  paused.push_back(&sample);
+}
+
+void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
+  if (sample.finished) return;
+  sample.finished = true;
+  if (sample.paused) {
+    sample.paused = false;
+    std::erase(paused, &sample);
+  }
+  sample.pending.reset();
+  if (sample.in_scheduler) scheduler.finish(sample);
+  ActiveRequest& request = sample.request;
+  --request.unfinished;
+  event.index = sample.index;
+  if (request.unfinished == 0) {
+    event.done = true;
+    event.usage.prompt_tokens = static_cast<std::int32_t>(request.request.prompt_ids.size());
+    event.usage.cached_tokens = request.samples.front()->num_cached_prompt_tokens;
+    for (const auto& each : request.samples) {
+      event.usage.completion_tokens += each->num_generated_tokens();
+    }
+    if (request.counted_waiting) {
+      request.counted_waiting = false;
+      waiting.fetch_sub(1, std::memory_order_relaxed);
+    }
+    Counters::add(counters.cached_tokens, event.usage.cached_tokens);
+    Counters::add(counters.requests_finished, 1);
+    completed.push_back(request.channel->id);
+  }
+  const FinishReason reason = *event.finish_reason;
+  const std::string message = event.message;
+  // Always fits: deliver() keeps a slot free for each unfinished sample's last event.
+  (void)request.channel->events.try_push(std::move(event));
+  // Samples that were to fork from this one never will, and end the same way.
+  if (sample.index == 0 && !request.forked) {
+    for (std::size_t s = 1; s < request.samples.size(); ++s) {
+      finish_with(*request.samples[s],
+                  reason == FinishReason::error ? reason : FinishReason::cancelled, message);
+    }
+  }
+}
+
+void Engine::State::finish_with(EngineSequence& sample, FinishReason reason,
+                                std::string_view message) {
+  RequestEvent event;
+  event.finish_reason = reason;
+  event.message = message;
+  finish(sample, std::move(event));
+}
+
+void Engine::State::cancel_request(ActiveRequest& request, std::string_view message) {
+  for (const auto& sample : request.samples) {
+    finish_with(*sample, FinishReason::cancelled, message);
+  }
+}
+
+void Engine::State::remove_completed() {
+  for (const std::uint64_t id : completed) active.erase(id);
+  completed.clear();
+}
+
+void Engine::State::publish_counters() {
+  counters.running.store(scheduler.num_running(), std::memory_order_relaxed);
+  counters.kv_free_blocks.store(kv_cache.num_free_blocks(), std::memory_order_relaxed);
+  counters.prefix_hit_rate.store(kv_cache.prefix_hit_rate(), std::memory_order_relaxed);
+}
+
+// ---- the public side ------------------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Engine::~Engine() {
+  stop(StopMode::cancel);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokenizer* tokenizer,
+                                                 const EngineOptions& options) {
+  if (options.context_length <= 0) return Error{"engine: context_length must be > 0"};
+  if (options.block_size <= 0) return Error{"engine: block_size must be > 0"};
+  std::int32_t num_blocks = options.num_kv_blocks;
+  if (num_blocks <= 0) {
+    const std::uint64_t block_bytes =
+        backend.kv_block_bytes(options.kv_cache_type, options.block_size);
+    num_blocks = static_cast<std::int32_t>(std::min<std::uint64_t>(
+        options.kv_cache_bytes / std::max<std::uint64_t>(block_bytes, 1), 1u << 30));
+    if (num_blocks <= 0) {
+      return Error{fmt::format("engine: kv_cache_bytes {} is less than one KV block ({} bytes)",
+                               options.kv_cache_bytes, block_bytes)};
+    }
+  }
+  if (Status allocated =
+          backend.allocate_kv_cache({options.kv_cache_type, options.block_size, num_blocks});
+      !allocated.ok()) {
+    return Error{allocated.message()};
+  }
+  SchedulerOptions scheduler = options.scheduler;
+  scheduler.max_num_batched_tokens =
+      std::min(scheduler.max_num_batched_tokens, backend.max_batch_tokens());
+  if (scheduler.max_num_seqs <= 0 || scheduler.max_num_batched_tokens <= 0) {
+    return Error{"engine: max_num_seqs and max_num_batched_tokens must be > 0"};
+  }
+  auto state = std::make_unique<State>(backend, tokenizer, options, num_blocks, scheduler);
+  State* raw = state.get();
+  state->thread = std::thread([raw] { raw->run(); });
+  return std::unique_ptr<Engine>(new Engine(std::move(state)));
+}
+
+bool Engine::is_overload(const Error& error) {
+  return error.message.starts_with(kOverloaded);
+}
+
+Expected<RequestHandle> Engine::submit(Request request) {
+  State& s = *state_;
+  s.submits_in_flight.fetch_add(1, std::memory_order_seq_cst);
+  struct Leave {
+    std::atomic<std::int32_t>& count;
+    ~Leave() { count.fetch_sub(1, std::memory_order_seq_cst); }
+  } leave{s.submits_in_flight};
+  if (s.stopping.load(std::memory_order_seq_cst)) return Error{"the engine is stopping"};
+  if (Status valid = validate_request(request, s.limits); !valid.ok()) {
+    return Error{valid.message()};
+  }
+  if (s.waiting.fetch_add(1, std::memory_order_relaxed) >= s.max_waiting) {
+    s.waiting.fetch_sub(1, std::memory_order_relaxed);
+    return Error{fmt::format("{}{} requests are already waiting", kOverloaded, s.max_waiting)};
+  }
+  const std::uint64_t id = s.next_id.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t capacity = std::max(
+      request.channel_capacity > 0 ? request.channel_capacity : s.options.event_channel_capacity,
+      static_cast<std::size_t>(request.n) + 1);
+  auto active = std::make_unique<ActiveRequest>();
+  active->request = std::move(request);
+  active->channel = std::make_shared<detail::RequestChannel>(id, capacity, s.inbox);
+  const Request& stored = active->request;
+  const GenerationLimits limits{s.limits.vocab_size, s.options.eos_token_ids, s.tokenizer};
+  const auto total_tokens =
+      stored.prompt_ids.size() + static_cast<std::size_t>(stored.stop.max_tokens);
+  for (std::int32_t index = 0; index < stored.n; ++index) {
+    auto sample = std::make_unique<EngineSequence>(*active, index, stored, limits);
+    sample->id = id;
+    sample->tokens.reserve(total_tokens);  // so that appending a token never reallocates
+    if (index == 0) {
+      sample->tokens = stored.prompt_ids;
+      sample->num_prompt_tokens = static_cast<std::int32_t>(stored.prompt_ids.size());
+    }
+    active->samples.push_back(std::move(sample));
+  }
+  active->unfinished = stored.n;
+  RequestHandle handle(active->channel);
+  Command command{Command::Kind::submit, id, std::move(active)};
+  if (!s.inbox->queue.try_push(std::move(command))) {
+    s.waiting.fetch_sub(1, std::memory_order_relaxed);
+    return Error{fmt::format("{}the submit queue is full", kOverloaded)};
+  }
+  return handle;
+}
+
+Status Engine::cancel(std::uint64_t request_id) {
+  Command command{Command::Kind::cancel, request_id, nullptr};
+  if (!state_->inbox->queue.try_push(std::move(command))) {
+    return Error{fmt::format("{}the submit queue is full", kOverloaded)};
+  }
+  return Status::success();
+}
+
+void Engine::stop(StopMode mode) {
+  if (!state_->thread.joinable()) return;
+  state_->stop_mode.store(mode);
+  state_->stopping.store(true, std::memory_order_seq_cst);
+  state_->inbox->wake();
+  state_->thread.join();
+}
+
+EngineStats Engine::stats() const {
+  const Counters& c = state_->counters;
+  auto seconds = [](const std::atomic<std::int64_t>& ns) {
+    return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
+  };
+  EngineStats stats;
+  stats.waiting = state_->waiting.load(std::memory_order_relaxed);
+  stats.running = c.running.load(std::memory_order_relaxed);
+  stats.preempted_total = c.preempted_total.load(std::memory_order_relaxed);
+  stats.steps = c.steps.load(std::memory_order_relaxed);
+  stats.last_step_tokens = c.last_step_tokens.load(std::memory_order_relaxed);
+  stats.step_tokens_total = c.step_tokens_total.load(std::memory_order_relaxed);
+  stats.prompt_tokens_total = c.prompt_tokens.load(std::memory_order_relaxed);
+  stats.generated_tokens_total = c.generated_tokens.load(std::memory_order_relaxed);
+  stats.cached_tokens_total = c.cached_tokens.load(std::memory_order_relaxed);
+  stats.requests_finished = c.requests_finished.load(std::memory_order_relaxed);
+  stats.schedule_seconds = seconds(c.schedule_ns);
+  stats.forward_seconds = seconds(c.forward_ns);
+  stats.sample_seconds = seconds(c.sample_ns);
+  stats.detokenize_seconds = seconds(c.detokenize_ns);
+  stats.kv_blocks = state_->kv_cache.num_blocks();
+  stats.kv_free_blocks = c.kv_free_blocks.load(std::memory_order_relaxed);
+  stats.prefix_hit_rate = c.prefix_hit_rate.load(std::memory_order_relaxed);
+  return stats;
+}
+
+const RequestLimits& Engine::limits() const {
+  return state_->limits;
+}
+
+std::int32_t Engine::num_kv_blocks() const {
+  return state_->kv_cache.num_blocks();
+}
+
+}  // namespace tern::engine

@@ -1,0 +1,113 @@
+#include "engine/generation.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tern::engine {
+namespace {
+
+// Sample i > 0 of a request gets its own stream, derived from the request's seed.
+std::uint64_t sample_seed(std::uint64_t seed, std::int32_t index) {
+  if (index == 0) return seed;
+  std::uint64_t x = seed + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(index);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+SamplingParams seeded(SamplingParams params, std::int32_t index) {
+  params.seed = sample_seed(params.seed, index);
+  return params;
+}
+
+}  // namespace
+
+Generation::Generation(const Request& request, std::int32_t index, const GenerationLimits& limits)
+    : request_(request),
+      index_(index),
+      eos_token_ids_(limits.eos_token_ids),
+      processor_(request.sampling, limits.vocab_size, request.prompt_ids),
+      sampler_(seeded(request.sampling, index)),
+      stop_checker_(request.stop.stop_strings) {
+  if (limits.tokenizer != nullptr) {
+    detokenizer_.emplace(*limits.tokenizer, request.skip_special_tokens);
+  }
+  if (request.stop.min_tokens > 0) {
+    suppressed_ = request.stop.stop_token_ids;
+    if (!request.stop.ignore_eos) {
+      suppressed_.insert(suppressed_.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+    }
+  }
+  plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity();
+}
+
+bool Generation::is_stop_token(std::int32_t token) const {
+  const auto& stop_ids = request_.stop.stop_token_ids;
+  if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) return true;
+  return !request_.stop.ignore_eos &&
+         std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
+}
+
+std::int32_t Generation::choose(std::span<const float> logits, std::span<float> scratch,
+                                std::int32_t num_generated) {
+  const bool suppress = num_generated < request_.stop.min_tokens && !suppressed_.empty();
+  if (plain_greedy_ && !suppress) return argmax(logits);
+  const std::span<float> row = scratch.first(logits.size());
+  std::memcpy(row.data(), logits.data(), logits.size_bytes());
+  processor_.apply(
+      row, suppress ? std::span<const std::int32_t>(suppressed_) : std::span<const std::int32_t>());
+  return sampler_.sample(row);
+}
+
+void Generation::describe(std::int32_t token, std::span<const float> logits,
+                          std::int32_t num_generated, RequestEvent& event) {
+  processor_.accept(token);
+  event.index = index_;
+  event.token = token;
+  const SamplingParams& sampling = request_.sampling;
+  if (sampling.logprobs || sampling.top_logprobs > 0) {
+    event.top_logprobs.resize(static_cast<std::size_t>(sampling.top_logprobs));
+    event.logprob = log_probability(logits, token, event.top_logprobs);
+  }
+  const StopCondition& stop = request_.stop;
+  const bool may_stop = num_generated >= stop.min_tokens;
+  if (may_stop && is_stop_token(token)) {
+    // The stop token's own text is not part of the output.
+    event.finish_reason = FinishReason::stop;
+    flush_text(event.text);
+    return;
+  }
+  if (detokenizer_) {
+    const std::string delta = detokenizer_->push(token);
+    if (may_stop) {
+      const StopChecker::Result checked = stop_checker_.push(delta);
+      event.text.assign(checked.text);
+      if (checked.stopped) {
+        event.finish_reason = FinishReason::stop;
+        return;
+      }
+    } else {
+      // Before min_tokens stop strings do not count, but text held back so far goes first.
+      event.text.assign(stop_checker_.flush());
+      event.text += delta;
+    }
+  }
+  if (num_generated >= stop.max_tokens) {
+    event.finish_reason = FinishReason::length;
+    flush_text(event.text);
+  }
+}
+
+void Generation::flush_text(std::string& text) {
+  if (!detokenizer_) return;
+  // The detokenizer's last bytes may still complete a stop string.
+  const std::string tail = detokenizer_->flush();
+  if (!tail.empty()) {
+    const StopChecker::Result checked = stop_checker_.push(tail);
+    text.append(checked.text);
+    if (checked.stopped) return;
+  }
+  text += stop_checker_.flush();
+}
+
+}  // namespace tern::engine

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/logits_processor.h"
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/stop_checker.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace tern::engine {
+
+// The model-facing facts a generation needs.
+struct GenerationLimits {
+  std::int32_t vocab_size = 0;
+  std::span<const std::int32_t> eos_token_ids;
+  const Tokenizer* tokenizer = nullptr;  // nullable: no text
+};
+
+// One sample of a request: chooses its tokens from logits and turns each into an event, with
+// the request's stop conditions applied. Everything per token happens in buffers sized here.
+class Generation {
+ public:
+  // `request` must outlive the generation.
+  Generation(const Request& request, std::int32_t index, const GenerationLimits& limits);
+
+  // The next token, from this step's logits row. `scratch` has room for a row.
+  std::int32_t choose(std::span<const float> logits, std::span<float> scratch,
+                      std::int32_t num_generated);
+
+  // Fills `event` for `token`, the sample's num_generated-th token: text, logprobs, and the
+  // finish reason when it ends the sample.
+  void describe(std::int32_t token, std::span<const float> logits, std::int32_t num_generated,
+                RequestEvent& event);
+
+  // Text still held back when the sample ends without a stop string of its own.
+  void flush_text(std::string& text);
+
+ private:
+  bool is_stop_token(std::int32_t token) const;
+
+  const Request& request_;
+  std::int32_t index_;
+  std::span<const std::int32_t> eos_token_ids_;
+  LogitsProcessor processor_;
+  Sampler sampler_;
+  std::optional<Detokenizer> detokenizer_;
+  StopChecker stop_checker_;
+  std::vector<std::int32_t> suppressed_;  // until min_tokens: EOS and stop token ids
+  bool plain_greedy_;                     // argmax of the raw row will do
+};
+
+}  // namespace tern::engine

@@ -1,0 +1,41 @@
+#include "service/api_keys.h"
+
+namespace tern::service {
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  // Walk the longer one in full so a length mismatch costs as much as a byte mismatch.
+  const std::size_t length = a.size() > b.size() ? a.size() : b.size();
+  unsigned difference = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < length; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    difference |= static_cast<unsigned>(x ^ y);
+  }
+  // Keep the compiler from turning the loop back into an early exit.
+  volatile unsigned result = difference;
+  return result == 0;
+}
+
+bool ApiKeys::allows(std::string_view authorization) const {
+  if (!enabled()) return true;
+  constexpr std::string_view kScheme = "Bearer ";
+  if (authorization.size() < kScheme.size()) return false;
+  // The scheme is case-insensitive (RFC 7235); only the key is secret.
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    const char c = authorization[i];
+    const char lower = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    const char expected = (kScheme[i] >= 'A' && kScheme[i] <= 'Z')
+                              ? static_cast<char>(kScheme[i] - 'A' + 'a')
+                              : kScheme[i];
+    if (lower != expected) return false;
+  }
+  std::string_view key = authorization.substr(kScheme.size());
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+  // Every key is compared, so which one matched does not show either.
+  bool allowed = false;
+  for (const std::string& candidate : keys_) allowed |= constant_time_equal(key, candidate);
+  return allowed;
+}
+
+}  // namespace tern::service

@@ -1,0 +1,75 @@
+#pragma once
+
+// What a running generation reports back to the HTTP side, and the stream it reports through.
+// No Asio here: the engine adapter implements GenerationStream over engine::RequestHandle.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/spsc_channel.h"
+#include "service/openai/api_error.h"
+
+namespace tern::service {
+
+enum class FinishReason { stop, length, tool_calls, cancelled };
+std::string_view finish_reason_name(FinishReason reason);
+
+struct TopLogprob {
+  std::string token;  // the token's text (may be a partial UTF-8 sequence)
+  double logprob = 0;
+};
+
+// One sampled token with its log-probability and, when asked for, the best alternatives.
+struct TokenLogprob {
+  std::string token;
+  double logprob = 0;
+  std::vector<TopLogprob> top;
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens served from the prefix cache
+};
+
+struct GenerationEvent {
+  enum class Kind {
+    delta,   // new text for choice `index`
+    finish,  // choice `index` ended with `finish_reason` (may carry a last piece of text)
+    done,    // every choice has finished; `usage` is final. Always the last event.
+    error,   // the request failed after it started; `error` says why. Also last.
+  };
+  Kind kind = Kind::delta;
+  int index = 0;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;  // one per token in `text`, when logprobs were requested
+  FinishReason finish_reason = FinishReason::stop;
+  Usage usage;
+  openai::ApiError error;
+};
+
+// One accepted request's events, consumed by one connection. Mirrors engine::SpscChannel's
+// consumer side, so an adapter over RequestHandle is a few forwarding lines.
+class GenerationStream {
+ public:
+  virtual ~GenerationStream() = default;
+
+  // Never blocks. nullopt when no event is ready yet.
+  virtual std::optional<GenerationEvent> try_next() = 0;
+
+  // Registers `waker` for the next event. Returns false, registering nothing, when an event is
+  // already there. When it returns true, waker.wake() is called exactly once (on any thread)
+  // unless disarm() takes the waker back first.
+  virtual bool arm(engine::ChannelWaker& waker) = 0;
+  // Withdraws an armed waker. Returns false when the producer already took it; its wake() is
+  // then on the way, and the caller keeps the waker alive until it arrives.
+  virtual bool disarm() = 0;
+
+  // The client went away, or was dropped as too slow: stop generating and free the request's
+  // KV blocks. Events may still arrive afterwards and are ignored. Destroying a stream that has
+  // not delivered `done` or `error` cancels it too.
+  virtual void cancel() = 0;
+};
+
+}  // namespace tern::service

@@ -1,0 +1,75 @@
+#pragma once
+
+// The seam between HTTP and the engines: the server calls this interface and never an engine
+// directly. The lead's implementation wraps the model registry; tests use a fake.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "service/generation.h"
+#include "service/openai/api_error.h"
+#include "service/openai/chat_request.h"
+#include "service/openai/completion_request.h"
+#include "service/openai/tokenize_request.h"
+
+namespace tern::service {
+
+// One entry of /v1/models: every configured model and every alias gets one.
+struct ModelCard {
+  std::string id;            // the name or alias a client sends as `model`
+  std::string root;          // the configured model's own name (equal to id when not an alias)
+  std::int64_t created = 0;  // load time, Unix seconds
+  int context_length = 0;
+  std::string architecture;  // e.g. llama
+  std::string quantization;  // e.g. Q8_0, bf16
+  std::string note;          // e.g. "demo model: random weights, random text"; empty for none
+};
+
+// Gauges that /metrics reports per configured model; read when /metrics is scraped.
+struct ModelStats {
+  std::string model;
+  int running_requests = 0;
+  int waiting_requests = 0;
+  double kv_cache_usage = 0;         // 0..1
+  double prefix_cache_hit_rate = 0;  // 0..1, over the model's lifetime
+};
+
+struct TokenizeResult {
+  std::vector<std::int32_t> tokens;
+  std::vector<std::string> token_strs;  // filled only when return_token_strs
+  int max_model_len = 0;
+};
+
+struct DetokenizeResult {
+  std::string prompt;
+};
+
+// Everything here may block for a while (template rendering, tokenizing a long prompt), so the
+// server calls these on its preparation pool, never on an I/O thread. Implementations must be
+// thread-safe. Errors are client-facing: 404 model_not_found for an unknown model, 400
+// context_length_exceeded, 429 with retry_after_s when the model's waiting queue is full.
+class ModelService {
+ public:
+  virtual ~ModelService() = default;
+
+  virtual std::vector<ModelCard> models() const = 0;
+  virtual std::vector<ModelStats> stats() const = 0;
+  // True once every configured model has loaded; the server adds its own draining state.
+  virtual bool ready() const = 0;
+
+  // Resolves the model (empty means the default), renders and tokenizes the prompt, checks it
+  // against the context and queues it. `model_id` receives the name to echo in responses.
+  // Choices are numbered prompt * n + i; with `echo`, a completion's first delta per choice is
+  // its prompt text. Stop strings are trimmed by the implementation, not by the server.
+  virtual openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
+      const openai::ChatCompletionRequest& request, std::string& model_id) = 0;
+  virtual openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const openai::CompletionRequest& request, std::string& model_id) = 0;
+
+  virtual openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) = 0;
+  virtual openai::ApiResult<DetokenizeResult> detokenize(
+      const openai::DetokenizeRequest& request) = 0;
+};
+
+}  // namespace tern::service

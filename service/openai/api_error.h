@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cassert>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace tern::service::openai {
+
+// A client-facing failure: the HTTP status plus OpenAI's error body
+// {"error":{"message","type","param","code"}}. Empty param or code are written as null.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;
+  std::string code;
+  int retry_after_s = 0;  // > 0 adds a Retry-After header (429, 503)
+};
+
+// 400 invalid_request_error naming the offending field.
+ApiError invalid_request(std::string param, std::string message, std::string code = {});
+ApiError model_not_found(std::string_view model);
+ApiError invalid_api_key();
+ApiError route_not_found(std::string_view method, std::string_view path);
+ApiError method_not_allowed(std::string_view method, std::string_view path);
+ApiError request_too_large(std::uint64_t limit_bytes);
+ApiError request_timeout();
+ApiError too_many_requests(std::string message, int retry_after_s);
+ApiError service_unavailable(std::string message, int retry_after_s = 0);
+ApiError server_error(std::string message);
+ApiError context_length_exceeded(int prompt_tokens, int max_tokens, int context_length);
+
+// {"error":{...}} as one JSON line.
+std::string encode_error(const ApiError& error);
+
+// A value or an ApiError, never an exception.
+template <typename T>
+class [[nodiscard]] ApiResult {
+ public:
+  ApiResult(T value) : state_(std::move(value)) {}
+  ApiResult(ApiError error) : state_(std::move(error)) {}
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(state_));
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  const ApiError& error() const {
+    assert(!ok());
+    return std::get<1>(state_);
+  }
+
+ private:
+  std::variant<T, ApiError> state_;
+};
+
+}  // namespace tern::service::openai

@@ -1,0 +1,18 @@
+#pragma once
+
+// Internal to service/openai's parsers: `messages`, shared by chat completions and /tokenize.
+#include <vector>
+
+#include "service/openai/chat_request.h"
+#include "service/openai/json_reader.h"
+
+namespace tern::service::openai {
+
+json::Check read_chat_messages(const json::element& value, std::vector<ChatMessage>& messages);
+
+// tools, tool_choice and chat_template_kwargs, checked for shape and kept as JSON.
+json::Check read_tools(const json::element& value, std::string& tools_json);
+json::Check read_tool_choice(const json::element& value, std::string& tool_choice_json);
+json::Check read_template_kwargs(const json::element& value, std::string& kwargs_json);
+
+}  // namespace tern::service::openai

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "service/openai/api_error.h"
+#include "service/openai/sampling_request.h"
+
+namespace tern::service::openai {
+
+enum class ChatRole { system, developer, user, assistant, tool };
+std::string_view role_name(ChatRole role);
+
+struct ChatMessage {
+  ChatRole role = ChatRole::user;
+  // The text; an array of text parts is joined with "\n". Unset when the message had no
+  // content or null (an assistant turn that only calls tools).
+  std::optional<std::string> content;
+  std::string name;
+  std::string tool_calls_json;  // the assistant's tool_calls as compact JSON; empty when absent
+  std::string tool_call_id;     // a tool message's answer to that call
+  std::string reasoning_content;
+};
+
+// POST /v1/chat/completions, with vLLM's extensions. Unknown fields are ignored.
+struct ChatCompletionRequest {
+  std::string model;  // empty: the server's default model
+  std::vector<ChatMessage> messages;
+  SamplingRequest sampling;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::string user;
+  // Passed through to the chat template as compact JSON; empty when absent.
+  std::string tools_json;
+  std::string tool_choice_json;
+  std::string chat_template_kwargs_json;
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+};
+
+ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body);
+
+}  // namespace tern::service::openai

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "service/openai/response_common.h"
+
+namespace tern::service::openai {
+
+// A non-streamed chat.completion object.
+std::string encode_chat_completion(const ResponseMeta& meta,
+                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
+                                   bool with_logprobs);
+
+// chat.completion.chunk events of one streamed response, in OpenAI's order: each choice's first
+// chunk carries delta.role, content deltas follow, its last chunk carries finish_reason; then a
+// usage chunk when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
+class ChatChunkEncoder {
+ public:
+  ChatChunkEncoder(ResponseMeta meta, bool include_usage, bool with_logprobs)
+      : meta_(std::move(meta)), include_usage_(include_usage), with_logprobs_(with_logprobs) {}
+
+  void delta(std::string& out, int index, std::string_view text,
+             const std::vector<TokenLogprob>& logprobs);
+  void finish(std::string& out, int index, FinishReason reason);
+  // The usage chunk (only when include_usage) and [DONE].
+  void done(std::string& out, const Usage& usage);
+
+ private:
+  void begin_chunk(std::string& out, JsonWriter& json);
+  void end_chunk(std::string& out, JsonWriter& json);
+  void role_if_first(std::string& out, int index);
+
+  ResponseMeta meta_;
+  bool include_usage_;
+  bool with_logprobs_;
+  std::vector<bool> role_sent_;
+};
+
+// {"content":[{"token","logprob","bytes","top_logprobs":[...]}]}
+void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs);
+
+}  // namespace tern::service::openai

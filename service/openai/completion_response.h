@@ -1,0 +1,43 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "service/openai/response_common.h"
+
+namespace tern::service::openai {
+
+// A non-streamed text_completion object. `logprobs` is the request's count, or nullopt for
+// "logprobs": null on every choice.
+std::string encode_text_completion(const ResponseMeta& meta,
+                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
+                                   std::optional<int> logprobs);
+
+// Streamed text_completion chunks: text deltas, a finish_reason chunk per choice, a usage chunk
+// when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
+class CompletionChunkEncoder {
+ public:
+  CompletionChunkEncoder(ResponseMeta meta, bool include_usage, std::optional<int> logprobs)
+      : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
+
+  void delta(std::string& out, int index, std::string_view text,
+             const std::vector<TokenLogprob>& logprobs);
+  void finish(std::string& out, int index, FinishReason reason);
+  void done(std::string& out, const Usage& usage);
+
+ private:
+  void chunk(std::string& out, int index, std::string_view text,
+             const std::vector<TokenLogprob>* logprobs, const FinishReason* reason);
+
+  ResponseMeta meta_;
+  bool include_usage_;
+  std::optional<int> logprobs_;
+  std::vector<std::size_t> text_offset_;  // per choice: characters sent so far
+};
+
+// {"tokens","token_logprobs","top_logprobs","text_offset"}, offsets counted from `offset`.
+void write_completion_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
+                               std::size_t offset);
+
+}  // namespace tern::service::openai

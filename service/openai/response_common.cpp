@@ -1,0 +1,35 @@
+#include "service/openai/response_common.h"
+
+#include <atomic>
+#include <chrono>
+#include <random>
+
+namespace tern::service::openai {
+
+void write_usage(JsonWriter& json, const Usage& usage) {
+  json.key("usage").begin_object();
+  json.field("prompt_tokens", usage.prompt_tokens)
+      .field("completion_tokens", usage.completion_tokens)
+      .field("total_tokens", usage.prompt_tokens + usage.completion_tokens);
+  json.key("prompt_tokens_details").begin_object().field("cached_tokens", usage.cached_tokens);
+  json.end_object().end_object();
+}
+
+std::string make_response_id(std::string_view prefix) {
+  // Unique, not secret: a per-thread generator seeded once, mixed with a process counter.
+  thread_local std::mt19937_64 generator{
+      std::random_device{}() ^
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  static std::atomic<std::uint64_t> counter{0};
+  const std::uint64_t high = generator();
+  const std::uint64_t low = generator() ^ counter.fetch_add(1, std::memory_order_relaxed);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(prefix);
+  id += '-';
+  for (const std::uint64_t word : {high, low}) {
+    for (int shift = 60; shift >= 0; shift -= 4) id += kHex[(word >> shift) & 15];
+  }
+  return id;
+}
+
+}  // namespace tern::service::openai

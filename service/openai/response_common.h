@@ -1,0 +1,32 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "service/generation.h"
+#include "service/openai/json_writer.h"
+
+namespace tern::service::openai {
+
+// What every response object of one request repeats.
+struct ResponseMeta {
+  std::string id;  // chatcmpl-... or cmpl-...
+  std::int64_t created = 0;
+  std::string model;
+};
+
+// One finished choice of a non-streamed response.
+struct ChoiceOutput {
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason finish_reason = FinishReason::stop;
+};
+
+// "usage":{prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:{cached_tokens}}
+void write_usage(JsonWriter& json, const Usage& usage);
+
+// A fresh id such as "chatcmpl-3f9c..." (prefix plus 32 random hex digits).
+std::string make_response_id(std::string_view prefix);
+
+}  // namespace tern::service::openai

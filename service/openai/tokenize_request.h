@@ -1,0 +1,38 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "service/openai/api_error.h"
+#include "service/openai/chat_request.h"
+
+namespace tern::service::openai {
+
+// POST /tokenize as in vLLM: either `prompt` (text) or `messages` (rendered with the chat
+// template first).
+struct TokenizeRequest {
+  std::string model;
+  bool is_chat = false;
+  std::string prompt;
+  std::vector<ChatMessage> messages;
+  std::string tools_json;
+  std::string chat_template_kwargs_json;
+  bool add_generation_prompt = true;
+  // vLLM's defaults: true for a prompt, false for messages (the template adds them).
+  bool add_special_tokens = true;
+  bool return_token_strs = false;
+};
+
+// POST /detokenize as in vLLM.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<std::int32_t> tokens;
+};
+
+ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body);
+ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body);
+
+}  // namespace tern::service::openai

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "service/openai/api_error.h"
+
+namespace tern::service {
+
+enum class Endpoint {
+  health,
+  ready,
+  metrics,
+  models,
+  model,  // /v1/models/{id}
+  chat_completions,
+  completions,
+  tokenize,
+  detokenize,
+};
+
+struct RouteMatch {
+  Endpoint endpoint;
+  std::string path_parameter;  // the {id} of /v1/models/{id}, percent-decoded
+  // /health, /ready and /metrics: open unless the config protects them.
+  bool operational = false;
+};
+
+// The endpoint table: method + path (the query string is ignored) to an endpoint, else 404
+// for an unknown path or 405 for a known path with another method, both in OpenAI's shape.
+openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target);
+
+// The endpoint's path as the `endpoint` metric label; a bounded set, whatever clients send.
+std::string_view endpoint_label(Endpoint endpoint);
+
+}  // namespace tern::service

@@ -1,0 +1,926 @@
+#include "service/server.h"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include "service/api_keys.h"
+#include "service/openai/chat_response.h"
+#include "service/openai/completion_response.h"
+#include "service/openai/models_response.h"
+#include "service/routes.h"
+#include "service/sse.h"
+
+namespace tern::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using asio::awaitable;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+
+constexpr auto kUseTuple = asio::as_tuple(use_awaitable);
+using Request = http::request<http::string_body>;
+
+std::chrono::steady_clock::duration seconds(double value) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(value));
+}
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// True when the coroutine's parent (an || race) has asked it to stop. Checked right after each
+// wait, before the next co_await would throw operation_aborted.
+bool cancelled(const asio::cancellation_state& state) {
+  return state.cancelled() != asio::cancellation_type::none;
+}
+
+// Bridges GenerationStream's waker to the connection's strand: wake() (on an engine thread)
+// posts a cancel of `timer`, on which the pump waits. It keeps itself alive while armed, so a
+// wake() already on its way when the connection ends finds a live object.
+class StreamWaker final : public engine::ChannelWaker,
+                          public std::enable_shared_from_this<StreamWaker> {
+ public:
+  explicit StreamWaker(const asio::any_io_executor& executor)
+      : timer(executor, Clock::time_point::max()) {}
+
+  void wake() override {
+    std::shared_ptr<StreamWaker> self = std::move(self_);
+    asio::post(timer.get_executor(), [self] {
+      self->armed_ = false;
+      self->timer.cancel();
+    });
+  }
+
+  // Strand only. False when an event is already there.
+  bool arm(GenerationStream& stream) {
+    if (armed_) return true;
+    self_ = shared_from_this();
+    if (stream.arm(*this)) {
+      armed_ = true;
+      return true;
+    }
+    self_.reset();
+    return false;
+  }
+
+  // Strand only, when the connection is done with the stream.
+  void release(GenerationStream& stream) {
+    if (armed_ && stream.disarm()) {
+      armed_ = false;
+      self_.reset();
+    }
+    // Otherwise a wake() is on its way and drops the last reference when it lands.
+  }
+
+  asio::steady_timer timer;
+
+ private:
+  std::shared_ptr<StreamWaker> self_;
+  bool armed_ = false;
+};
+
+// Per-request bookkeeping for metrics and the access log.
+struct RequestRecord {
+  Clock::time_point start = Clock::now();
+  std::string model;
+  Endpoint endpoint = Endpoint::health;
+  bool routed = false;
+  int status = 200;
+  Usage usage;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(const ServerConfig& config_in, ModelService& models_in, ServiceMetrics& metrics_in,
+       Options options_in)
+      : config(config_in),
+        models(models_in),
+        metrics(metrics_in),
+        options(options_in),
+        keys(config_in.api_keys),
+        io(config_in.io_threads),
+        acceptor(io),
+        signals(io),
+        pool(static_cast<std::size_t>(std::max(1, options_in.preparation_threads))) {}
+
+  ~Impl() {
+    pool.stop();
+    pool.join();
+  }
+
+  // --- lifecycle -------------------------------------------------------------------------------
+
+  void raise_file_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    if (limit.rlim_cur < limit.rlim_max) {
+      rlimit raised = limit;
+      raised.rlim_cur = limit.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+    }
+    // Some descriptors go to models, logs and the listener itself.
+    const std::uint64_t capacity = limit.rlim_cur > 64 ? limit.rlim_cur - 64 : 0;
+    spdlog::info("open-file limit {}: room for about {} connections (max_connections {})",
+                 static_cast<std::uint64_t>(limit.rlim_cur), capacity,
+                 config.limits.max_connections);
+    if (capacity < static_cast<std::uint64_t>(config.limits.max_connections)) {
+      spdlog::warn(
+          "max_connections {} exceeds what the open-file limit allows; raise it with "
+          "ulimit -n or the container's nofile limit",
+          config.limits.max_connections);
+    }
+  }
+
+  Status start() {
+    raise_file_limit();
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(config.host, ec);
+    if (ec) return Error{fmt::format("server.host '{}' is not an IP address", config.host)};
+    const tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
+    if (acceptor.open(endpoint.protocol(), ec); ec) {
+      return Error{fmt::format("cannot open a socket for {}:{}: {}", config.host, config.port,
+                               ec.message())};
+    }
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (acceptor.bind(endpoint, ec); ec) {
+      return Error{fmt::format("cannot bind {}:{}: {}", config.host, config.port, ec.message())};
+    }
+    if (acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      return Error{
+          fmt::format("cannot listen on {}:{}: {}", config.host, config.port, ec.message())};
+    }
+    bound_port = acceptor.local_endpoint(ec).port();
+    asio::co_spawn(io, listen(), asio::detached);
+    if (options.handle_signals) {
+      signals.add(SIGTERM);
+      signals.add(SIGINT);
+      wait_for_signal();
+    }
+    spdlog::info("listening on {}:{}", config.host, bound_port);
+    return Status::success();
+  }
+
+  void wait_for_signal() {
+    signals.async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      if (draining.load()) {
+        spdlog::warn("signal {} again: stopping now", signal);
+        io.stop();
+        return;
+      }
+      spdlog::info("signal {}: draining (up to {} s); send it again to stop now", signal,
+                   config.timeouts.drain_s);
+      begin_drain();
+      wait_for_signal();
+    });
+  }
+
+  void run() {
+    std::vector<std::thread> threads;
+    for (int i = 1; i < config.io_threads; ++i) threads.emplace_back([this] { io.run(); });
+    io.run();
+    for (std::thread& thread : threads) thread.join();
+  }
+
+  // Strand-free: runs on an io thread via post.
+  void begin_drain() {
+    if (draining.exchange(true)) return;
+    boost::system::error_code ignored;
+    acceptor.close(ignored);
+    asio::co_spawn(io, wait_for_drain(), asio::detached);
+  }
+
+  awaitable<void> wait_for_drain() {
+    const auto deadline = Clock::now() + seconds(config.timeouts.drain_s);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (active_requests.load() > 0 && Clock::now() < deadline) {
+      timer.expires_after(std::chrono::milliseconds(20));
+      co_await timer.async_wait(kUseTuple);
+    }
+    if (active_requests.load() > 0) {
+      spdlog::warn("drain timeout: {} requests still running are dropped", active_requests.load());
+    } else {
+      spdlog::info("drained: every in-flight request finished");
+    }
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+    io.stop();
+  }
+
+  // --- accepting -------------------------------------------------------------------------------
+
+  awaitable<void> listen() {
+    asio::steady_timer backoff(co_await asio::this_coro::executor);
+    auto delay = std::chrono::milliseconds(5);
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(io), kUseTuple);
+      if (draining.load() || !acceptor.is_open()) co_return;
+      if (ec) {
+        if (ec == asio::error::operation_aborted) co_return;
+        // Out of descriptors (EMFILE/ENFILE) or a transient error: keep the open connections
+        // and try again later instead of spinning.
+        if (delay == std::chrono::milliseconds(5) || delay >= std::chrono::seconds(1)) {
+          spdlog::warn("accept failed ({}); retrying in {} ms with {} connections open",
+                       ec.message(), delay.count(), connections.load());
+        }
+        backoff.expires_after(delay);
+        co_await backoff.async_wait(kUseTuple);
+        delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(1));
+        continue;
+      }
+      delay = std::chrono::milliseconds(5);
+      tcp::socket connection(std::move(socket));
+      if (connections.load() >= static_cast<std::size_t>(config.limits.max_connections)) {
+        asio::co_spawn(connection.get_executor(), reject(std::move(connection)), asio::detached);
+        continue;
+      }
+      asio::co_spawn(connection.get_executor(), session(std::move(connection)), asio::detached);
+    }
+  }
+
+  // Over the connection cap: a short 503 and close, so clients back off instead of hanging.
+  awaitable<void> reject(tcp::socket socket) {
+    static const std::string kResponse = [] {
+      const std::string body = openai::encode_error(
+          openai::service_unavailable("The server is at its connection limit", 1));
+      return fmt::format(
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+          "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
+          body.size(), body);
+    }();
+    beast::tcp_stream stream(std::move(socket));
+    stream.expires_after(std::chrono::seconds(5));
+    co_await asio::async_write(stream, asio::buffer(kResponse), kUseTuple);
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  // --- one connection --------------------------------------------------------------------------
+
+  struct ConnectionCount {
+    Impl& impl;
+    explicit ConnectionCount(Impl& owner) : impl(owner) {
+      impl.connections.fetch_add(1);
+      impl.metrics.open_connections().add(1);
+    }
+    ~ConnectionCount() {
+      impl.connections.fetch_sub(1);
+      impl.metrics.open_connections().add(-1);
+    }
+  };
+
+  awaitable<void> session(tcp::socket socket) {
+    ConnectionCount count(*this);
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    bool first = true;
+    for (;;) {
+      // Idle keep-alive: wait for the next request's first byte.
+      if (!first && buffer.size() == 0) {
+        stream.expires_after(seconds(config.timeouts.idle_s));
+        auto [ec, bytes] = co_await stream.async_read_some(buffer.prepare(4096), kUseTuple);
+        if (ec) break;
+        buffer.commit(bytes);
+      }
+      first = false;
+
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(config.limits.max_header_bytes, UINT32_MAX)));
+      parser.body_limit(config.limits.max_body_bytes);
+
+      // Header and body deadlines race a timer rather than using the stream's expiry, which
+      // would close the socket before a 408 could be sent.
+      asio::steady_timer deadline(stream.get_executor());
+      deadline.expires_after(seconds(config.timeouts.header_s));
+      auto header = co_await (http::async_read_header(stream, buffer, parser, kUseTuple) ||
+                              deadline.async_wait(kUseTuple));
+      if (header.index() == 1) {
+        co_await reply_to_read_error(stream, beast::error::timeout, buffer.size() > 0);
+        break;
+      }
+      if (const auto [header_ec, header_bytes] = std::get<0>(header); header_ec) {
+        co_await reply_to_read_error(stream, header_ec, buffer.size() > 0 || header_bytes > 0);
+        break;
+      }
+      RequestRecord record;
+      const auto content_length = parser.content_length();
+      if (content_length && *content_length > config.limits.max_body_bytes) {
+        co_await finish_with_error(stream, parser.get(), record,
+                                   openai::request_too_large(config.limits.max_body_bytes), false);
+        break;
+      }
+      if (!parser.is_done()) {
+        if (const auto expect = parser.get()[http::field::expect];
+            beast::iequals(expect, "100-continue")) {
+          http::response<http::empty_body> proceed{http::status::continue_, 11};
+          stream.expires_after(seconds(config.timeouts.body_s));
+          auto [write_ec, ignored] = co_await http::async_write(stream, proceed, kUseTuple);
+          if (write_ec) break;
+        }
+        deadline.expires_after(seconds(config.timeouts.body_s));
+        auto body = co_await (http::async_read(stream, buffer, parser, kUseTuple) ||
+                              deadline.async_wait(kUseTuple));
+        const boost::system::error_code body_ec =
+            body.index() == 1 ? beast::error::timeout : std::get<0>(std::get<0>(body));
+        if (body_ec) {
+          if (body_ec == http::error::body_limit) {
+            co_await finish_with_error(stream, parser.get(), record,
+                                       openai::request_too_large(config.limits.max_body_bytes),
+                                       false);
+          } else {
+            co_await reply_to_read_error(stream, body_ec, true);
+          }
+          break;
+        }
+      }
+      stream.expires_never();
+
+      active_requests.fetch_add(1);
+      const bool keep_alive = co_await handle(stream, buffer, parser.get(), record);
+      active_requests.fetch_sub(1);
+      log_request(parser.get(), record);
+      if (!keep_alive || draining.load()) break;
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  // A request that could not be read: 408 for a timeout with part of it received, 431 for
+  // oversized headers, 400 for a malformed one; a silent close when the client left.
+  awaitable<void> reply_to_read_error(beast::tcp_stream& stream, boost::system::error_code ec,
+                                      bool partial) {
+    openai::ApiError error;
+    if (ec == beast::error::timeout) {
+      if (!partial) co_return;
+      error = openai::request_timeout();
+    } else if (ec == http::error::body_limit) {
+      error = openai::request_too_large(config.limits.max_body_bytes);
+    } else if (ec == http::error::header_limit) {
+      error = openai::ApiError{431, "The request headers are too large", "invalid_request_error",
+                               "", "request_header_fields_too_large"};
+    } else if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+               ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      co_return;
+    } else {
+      error = openai::ApiError{400, fmt::format("Malformed HTTP request: {}", ec.message()),
+                               "invalid_request_error", "", "bad_request"};
+    }
+    Request placeholder;
+    placeholder.version(11);
+    RequestRecord record;
+    co_await finish_with_error(stream, placeholder, record, error, false);
+  }
+
+  // --- responses -------------------------------------------------------------------------------
+
+  http::response<http::string_body> make_response(const Request& request, int status,
+                                                  std::string body, std::string_view content_type,
+                                                  bool keep_alive) {
+    http::response<http::string_body> response{static_cast<http::status>(status),
+                                               request.version() ? request.version() : 11};
+    response.set(http::field::server, "tern");
+    response.set(http::field::content_type, content_type);
+    response.keep_alive(keep_alive && request.keep_alive() && !draining.load());
+    response.body() = std::move(body);
+    response.prepare_payload();
+    return response;
+  }
+
+  // Writes one complete response; false when the write failed.
+  awaitable<bool> write_response(beast::tcp_stream& stream,
+                                 http::response<http::string_body>& response) {
+    stream.expires_after(seconds(config.timeouts.slow_client_s));
+    auto [ec, bytes] = co_await http::async_write(stream, response, kUseTuple);
+    stream.expires_never();
+    co_return !ec;
+  }
+
+  awaitable<bool> respond_json(beast::tcp_stream& stream, const Request& request,
+                               RequestRecord& record, int status, std::string body) {
+    record.status = status;
+    auto response = make_response(request, status, std::move(body), "application/json", true);
+    const bool keep_alive = response.keep_alive();
+    co_return co_await write_response(stream, response) && keep_alive;
+  }
+
+  awaitable<bool> finish_with_error(beast::tcp_stream& stream, const Request& request,
+                                    RequestRecord& record, const openai::ApiError& error,
+                                    bool keep_alive) {
+    record.status = error.status;
+    auto response = make_response(request, error.status, openai::encode_error(error),
+                                  "application/json", keep_alive);
+    if (error.retry_after_s > 0)
+      response.set(http::field::retry_after, std::to_string(error.retry_after_s));
+    const bool keep = response.keep_alive();
+    co_return co_await write_response(stream, response) && keep;
+  }
+
+  // --- routing ---------------------------------------------------------------------------------
+
+  awaitable<bool> handle(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                         const Request& request, RequestRecord& record) {
+    auto route = match_route(request.method_string(), request.target());
+    if (!route) co_return co_await finish_with_error(stream, request, record, route.error(), true);
+    record.endpoint = route->endpoint;
+    record.routed = true;
+    if (keys.enabled() && (!route->operational || config.protect_operational_endpoints) &&
+        !keys.allows(request[http::field::authorization])) {
+      co_return co_await finish_with_error(stream, request, record, openai::invalid_api_key(),
+                                           true);
+    }
+    switch (route->endpoint) {
+      case Endpoint::health:
+        co_return co_await respond_json(stream, request, record, 200, R"({"status":"ok"})");
+      case Endpoint::ready:
+        if (draining.load()) {
+          co_return co_await finish_with_error(
+              stream, request, record, openai::service_unavailable("The server is draining"), true);
+        }
+        if (!models.ready()) {
+          co_return co_await finish_with_error(
+              stream, request, record, openai::service_unavailable("Models are still loading", 5),
+              true);
+        }
+        co_return co_await respond_json(stream, request, record, 200, R"({"status":"ready"})");
+      case Endpoint::metrics: {
+        metrics.update_model_stats(models.stats());
+        record.status = 200;
+        auto response = make_response(request, 200, metrics.render(),
+                                      "text/plain; version=0.0.4; charset=utf-8", true);
+        const bool keep = response.keep_alive();
+        co_return co_await write_response(stream, response) && keep;
+      }
+      case Endpoint::models:
+        co_return co_await respond_json(stream, request, record, 200,
+                                        openai::encode_model_list(models.models()));
+      case Endpoint::model: {
+        for (const ModelCard& card : models.models()) {
+          if (card.id == route->path_parameter) {
+            co_return co_await respond_json(stream, request, record, 200,
+                                            openai::encode_model(card));
+          }
+        }
+        co_return co_await finish_with_error(stream, request, record,
+                                             openai::model_not_found(route->path_parameter), true);
+      }
+      case Endpoint::chat_completions:
+        co_return co_await handle_chat(stream, buffer, request, record);
+      case Endpoint::completions:
+        co_return co_await handle_completion(stream, buffer, request, record);
+      case Endpoint::tokenize: {
+        auto parsed = openai::parse_tokenize_request(request.body());
+        if (!parsed) {
+          co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+        }
+        const bool with_strs = parsed->return_token_strs;
+        auto result = co_await on_pool([&] { return models.tokenize(*parsed); });
+        if (!*result)
+          co_return co_await finish_with_error(stream, request, record, result->error(), true);
+        co_return co_await respond_json(stream, request, record, 200,
+                                        openai::encode_tokenize(result->value(), with_strs));
+      }
+      case Endpoint::detokenize: {
+        auto parsed = openai::parse_detokenize_request(request.body());
+        if (!parsed) {
+          co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+        }
+        auto result = co_await on_pool([&] { return models.detokenize(*parsed); });
+        if (!*result)
+          co_return co_await finish_with_error(stream, request, record, result->error(), true);
+        co_return co_await respond_json(stream, request, record, 200,
+                                        openai::encode_detokenize(result->value()));
+      }
+    }
+    co_return false;
+  }
+
+  // Runs `work` on the preparation pool and resumes on the connection's strand. The result
+  // comes back wrapped in optional because co_spawn needs a default-constructible value.
+  template <typename Work>
+  awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(Work work) {
+    using Result = std::optional<std::invoke_result_t<Work&>>;
+    co_return co_await asio::co_spawn(
+        pool.get_executor(), [&work]() -> awaitable<Result> { co_return Result(work()); },
+        use_awaitable);
+  }
+
+  awaitable<bool> handle_chat(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                              const Request& request, RequestRecord& record) {
+    auto parsed = openai::parse_chat_completion_request(request.body());
+    if (!parsed)
+      co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+    std::string model_id;
+    auto started = co_await on_pool([&] { return models.start_chat(*parsed, model_id); });
+    if (!*started) {
+      co_return co_await finish_with_error(stream, request, record, started->error(), true);
+    }
+    record.model = model_id;
+    const openai::ResponseMeta meta{openai::make_response_id("chatcmpl"), unix_now(), model_id};
+    std::unique_ptr<GenerationStream> generation = std::move(started->value());
+    if (parsed->stream) {
+      openai::ChatChunkEncoder encoder(meta, parsed->include_usage, parsed->logprobs);
+      co_return co_await stream_events(stream, buffer, request, record, *generation, encoder);
+    }
+    const bool with_logprobs = parsed->logprobs;
+    co_return co_await collect_events(
+        stream, buffer, request, record, *generation,
+        [&](const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+          return openai::encode_chat_completion(meta, choices, usage, with_logprobs);
+        });
+  }
+
+  awaitable<bool> handle_completion(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                    const Request& request, RequestRecord& record) {
+    auto parsed = openai::parse_completion_request(request.body());
+    if (!parsed)
+      co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+    std::string model_id;
+    auto started = co_await on_pool([&] { return models.start_completion(*parsed, model_id); });
+    if (!*started) {
+      co_return co_await finish_with_error(stream, request, record, started->error(), true);
+    }
+    record.model = model_id;
+    const openai::ResponseMeta meta{openai::make_response_id("cmpl"), unix_now(), model_id};
+    std::unique_ptr<GenerationStream> generation = std::move(started->value());
+    if (parsed->stream) {
+      openai::CompletionChunkEncoder encoder(meta, parsed->include_usage, parsed->logprobs);
+      co_return co_await stream_events(stream, buffer, request, record, *generation, encoder);
+    }
+    const std::optional<int> logprobs = parsed->logprobs;
+    co_return co_await collect_events(
+        stream, buffer, request, record, *generation,
+        [&](const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+          return openai::encode_text_completion(meta, choices, usage, logprobs);
+        });
+  }
+
+  // --- generation ------------------------------------------------------------------------------
+
+  // What the pump, the writer and the disconnect watcher of one request share. All three run on
+  // the connection's strand, so plain fields suffice.
+  struct Generation {
+    Generation(GenerationStream& source_in, const asio::any_io_executor& executor,
+               const ServerConfig& config, ServiceMetrics::ModelHistograms histograms_in,
+               Clock::time_point start_in)
+        : source(source_in),
+          waker(std::make_shared<StreamWaker>(executor)),
+          writer_signal(executor, Clock::time_point::max()),
+          buffer(config.limits.stream_buffer_bytes, seconds(config.timeouts.slow_client_s)),
+          histograms(histograms_in),
+          start(start_in) {}
+
+    // Token timing for the latency histograms.
+    void saw_tokens(Clock::time_point now) {
+      if (!first_token_at) {
+        first_token_at = now;
+        histograms.time_to_first_token.observe(std::chrono::duration<double>(now - start).count());
+      } else {
+        histograms.inter_token_latency.observe(
+            std::chrono::duration<double>(now - last_token_at).count());
+      }
+      last_token_at = now;
+    }
+
+    GenerationStream& source;
+    std::shared_ptr<StreamWaker> waker;
+    asio::steady_timer writer_signal;
+    SseBuffer buffer;
+    ServiceMetrics::ModelHistograms histograms;
+    Clock::time_point start;
+    std::optional<Clock::time_point> first_token_at;
+    Clock::time_point last_token_at;
+    bool finished = false;  // done or error delivered
+    bool dropped = false;   // slow client
+    bool client_gone = false;
+    bool write_failed = false;
+    std::optional<openai::ApiError> error;
+    Usage usage;
+  };
+
+  // Drains the stream's events through `on_event` until it reports finished. In a stream it
+  // then idles until the writer is done; it returns early only to drop a slow client.
+  template <typename OnEvent>
+  awaitable<void> pump(Generation& generation, OnEvent on_event, bool streaming) {
+    for (;;) {
+      bool any = false;
+      while (!generation.finished) {
+        std::optional<GenerationEvent> event = generation.source.try_next();
+        if (!event) break;
+        any = true;
+        on_event(*event);
+      }
+      const auto now = Clock::now();
+      if (any) {
+        generation.buffer.appended(now);
+        generation.writer_signal.cancel();
+      }
+      if (generation.finished) {
+        if (!streaming) co_return;
+        generation.waker->timer.expires_at(Clock::time_point::max());
+        co_await generation.waker->timer.async_wait(kUseTuple);
+        if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
+        continue;
+      }
+      if (generation.buffer.should_drop(now)) {
+        generation.dropped = true;
+        co_return;
+      }
+      if (!generation.waker->arm(generation.source)) continue;
+      generation.waker->timer.expires_at(
+          generation.buffer.drop_deadline().value_or(Clock::time_point::max()));
+      co_await generation.waker->timer.async_wait(kUseTuple);
+      if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
+    }
+  }
+
+  // Sends what the pump queued, as HTTP chunks; a comment line keeps an idle stream (a long
+  // prefill) alive. Returns when everything up to [DONE] is out, or when a write fails.
+  awaitable<void> write_events(beast::tcp_stream& stream, Generation& generation, bool chunked) {
+    auto last_write = Clock::now();
+    const auto keepalive = seconds(config.timeouts.sse_keepalive_s);
+    for (;;) {
+      if (!generation.buffer.empty()) {
+        const std::string bytes = generation.buffer.take_for_write();
+        stream.expires_after(seconds(config.timeouts.slow_client_s));
+        boost::system::error_code ec;
+        if (chunked) {
+          std::tie(ec, std::ignore) =
+              co_await asio::async_write(stream, http::make_chunk(asio::buffer(bytes)), kUseTuple);
+        } else {
+          std::tie(ec, std::ignore) =
+              co_await asio::async_write(stream, asio::buffer(bytes), kUseTuple);
+        }
+        stream.expires_never();
+        if (ec) {
+          generation.write_failed = true;
+          co_return;
+        }
+        last_write = Clock::now();
+        generation.buffer.written(bytes.size(), last_write);
+        continue;
+      }
+      if (generation.finished) {
+        if (chunked) {
+          stream.expires_after(seconds(config.timeouts.slow_client_s));
+          auto [ec, ignored] =
+              co_await asio::async_write(stream, http::make_chunk_last(), kUseTuple);
+          stream.expires_never();
+          if (ec) generation.write_failed = true;
+        }
+        co_return;
+      }
+      generation.writer_signal.expires_at(last_write + keepalive);
+      auto [ec] = co_await generation.writer_signal.async_wait(kUseTuple);
+      if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
+      if (!ec) {
+        append_sse_comment(generation.buffer.queue(), "keepalive");
+        generation.buffer.appended(Clock::now());
+      }
+    }
+  }
+
+  // Notices a client that hangs up while its request runs. Bytes it sends meanwhile (a
+  // pipelined request) are kept for the next read.
+  awaitable<void> watch_disconnect(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                   Generation& generation) {
+    for (;;) {
+      if (buffer.size() > config.limits.max_header_bytes + config.limits.max_body_bytes) {
+        generation.client_gone = true;  // far ahead of us: not a well-behaved client
+        co_return;
+      }
+      auto [ec, bytes] = co_await stream.socket().async_read_some(buffer.prepare(4096), kUseTuple);
+      if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
+      if (ec) {
+        generation.client_gone = true;
+        co_return;
+      }
+      buffer.commit(bytes);
+    }
+  }
+
+  void finish_generation(Generation& generation, RequestRecord& record) {
+    generation.waker->release(generation.source);
+    const bool completed = generation.finished && !generation.error && !generation.dropped &&
+                           !generation.client_gone && !generation.write_failed;
+    if (!completed && !generation.finished) generation.source.cancel();
+    if (generation.dropped) {
+      spdlog::warn("dropped a slow client: {} bytes pending for over {} s",
+                   generation.buffer.pending_bytes(), config.timeouts.slow_client_s);
+    }
+    if (generation.client_gone || generation.dropped) record.status = 499;
+    record.usage = generation.usage;
+    if (generation.finished && !generation.error) {
+      generation.histograms.prompt_tokens.observe(generation.usage.prompt_tokens);
+      generation.histograms.generation_tokens.observe(generation.usage.completion_tokens);
+    }
+    generation.histograms.end_to_end_latency.observe(
+        std::chrono::duration<double>(Clock::now() - record.start).count());
+  }
+
+  template <typename Encoder>
+  awaitable<bool> stream_events(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                const Request& request, RequestRecord& record,
+                                GenerationStream& source, Encoder& encoder) {
+    const bool chunked = request.version() >= 11;
+    http::response<http::empty_body> response{http::status::ok, request.version()};
+    response.set(http::field::server, "tern");
+    response.set(http::field::content_type, "text/event-stream");
+    response.set(http::field::cache_control, "no-cache");
+    response.set("X-Accel-Buffering", "no");
+    response.keep_alive(chunked && request.keep_alive() && !draining.load());
+    if (chunked) response.chunked(true);
+    const bool keep_alive = response.keep_alive();
+    record.status = 200;
+    http::response_serializer<http::empty_body> serializer{response};
+    stream.expires_after(seconds(config.timeouts.slow_client_s));
+    auto [header_ec, header_bytes] =
+        co_await http::async_write_header(stream, serializer, kUseTuple);
+    stream.expires_never();
+
+    const auto executor = co_await asio::this_coro::executor;
+    Generation generation(source, executor, config, metrics.histograms(record.model), record.start);
+    if (header_ec) {
+      generation.write_failed = true;
+      finish_generation(generation, record);
+      co_return false;
+    }
+    auto on_event = [&](GenerationEvent& event) {
+      std::string& out = generation.buffer.queue();
+      switch (event.kind) {
+        case GenerationEvent::Kind::delta:
+          generation.saw_tokens(Clock::now());
+          encoder.delta(out, event.index, event.text, event.logprobs);
+          break;
+        case GenerationEvent::Kind::finish:
+          if (!event.text.empty() || !event.logprobs.empty()) {
+            generation.saw_tokens(Clock::now());
+            encoder.delta(out, event.index, event.text, event.logprobs);
+          }
+          encoder.finish(out, event.index, event.finish_reason);
+          break;
+        case GenerationEvent::Kind::done:
+          generation.usage = event.usage;
+          encoder.done(out, event.usage);
+          generation.finished = true;
+          break;
+        case GenerationEvent::Kind::error:
+          // Headers are out; the error travels as an event, as vLLM sends it.
+          append_sse_data(out, openai::encode_error(event.error));
+          out += kSseDone;
+          generation.error = event.error;
+          generation.finished = true;
+          break;
+      }
+    };
+    co_await (write_events(stream, generation, chunked) || pump(generation, on_event, true) ||
+              watch_disconnect(stream, buffer, generation));
+    finish_generation(generation, record);
+    const bool clean = generation.finished && !generation.dropped && !generation.client_gone &&
+                       !generation.write_failed;
+    co_return clean&& keep_alive;
+  }
+
+  template <typename Encode>
+  awaitable<bool> collect_events(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                 const Request& request, RequestRecord& record,
+                                 GenerationStream& source, Encode encode) {
+    const auto executor = co_await asio::this_coro::executor;
+    Generation generation(source, executor, config, metrics.histograms(record.model), record.start);
+    std::vector<openai::ChoiceOutput> choices;
+    auto choice = [&](int index) -> openai::ChoiceOutput& {
+      const std::size_t slot = index < 0 ? 0 : static_cast<std::size_t>(index);
+      if (choices.size() <= slot) choices.resize(slot + 1);
+      return choices[slot];
+    };
+    auto on_event = [&](GenerationEvent& event) {
+      switch (event.kind) {
+        case GenerationEvent::Kind::delta:
+        case GenerationEvent::Kind::finish: {
+          if (!event.text.empty()) generation.saw_tokens(Clock::now());
+          openai::ChoiceOutput& output = choice(event.index);
+          output.text += event.text;
+          for (TokenLogprob& token : event.logprobs) output.logprobs.push_back(std::move(token));
+          if (event.kind == GenerationEvent::Kind::finish) {
+            output.finish_reason = event.finish_reason;
+          }
+          break;
+        }
+        case GenerationEvent::Kind::done:
+          generation.usage = event.usage;
+          generation.finished = true;
+          break;
+        case GenerationEvent::Kind::error:
+          generation.error = event.error;
+          generation.finished = true;
+          break;
+      }
+    };
+    co_await (pump(generation, on_event, false) || watch_disconnect(stream, buffer, generation));
+    finish_generation(generation, record);
+    if (generation.client_gone || !generation.finished) co_return false;
+    if (generation.error) {
+      co_return co_await finish_with_error(stream, request, record, *generation.error, true);
+    }
+    co_return co_await respond_json(stream, request, record, 200,
+                                    encode(choices, generation.usage));
+  }
+
+  // --- accounting ------------------------------------------------------------------------------
+
+  void log_request(const Request& request, const RequestRecord& record) {
+    const std::string_view endpoint = record.routed ? endpoint_label(record.endpoint) : "other";
+    metrics.count_request(record.model, endpoint, record.status);
+    const double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - record.start).count();
+    const bool operational = record.routed && (record.endpoint == Endpoint::health ||
+                                               record.endpoint == Endpoint::ready ||
+                                               record.endpoint == Endpoint::metrics);
+    const auto level =
+        operational && record.status < 400 ? spdlog::level::debug : spdlog::level::info;
+    spdlog::log(level, "{} {} {} model={} prompt_tokens={} completion_tokens={} {:.1f}ms",
+                std::string_view(request.method_string()), std::string_view(request.target()),
+                record.status, record.model.empty() ? "-" : record.model,
+                record.usage.prompt_tokens, record.usage.completion_tokens, ms);
+  }
+
+  const ServerConfig config;
+  ModelService& models;
+  ServiceMetrics& metrics;
+  const Options options;
+  const ApiKeys keys;
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  asio::signal_set signals;
+  asio::thread_pool pool;
+  int bound_port = 0;
+  std::atomic<bool> draining{false};
+  std::atomic<std::size_t> connections{0};
+  std::atomic<std::size_t> active_requests{0};
+};
+
+Server::Server(const ServerConfig& config, ModelService& models, ServiceMetrics& metrics,
+               Options options)
+    : impl_(std::make_unique<Impl>(config, models, metrics, options)) {}
+
+Server::~Server() = default;
+
+Status Server::start() {
+  return impl_->start();
+}
+int Server::port() const {
+  return impl_->bound_port;
+}
+void Server::run() {
+  impl_->run();
+}
+
+void Server::drain() {
+  asio::post(impl_->io, [impl = impl_.get()] { impl->begin_drain(); });
+}
+
+void Server::stop() {
+  impl_->io.stop();
+}
+bool Server::draining() const {
+  return impl_->draining.load();
+}
+std::size_t Server::open_connections() const {
+  return impl_->connections.load();
+}
+
+}  // namespace tern::service

@@ -1,0 +1,69 @@
+#include "service/service_metrics.h"
+
+#include <charconv>
+
+namespace tern::service {
+namespace {
+
+const std::vector<double> kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08,
+                                             0.1,   0.25,  0.5,  0.75, 1.0,  2.5,  5.0,
+                                             7.5,   10.0,  20.0, 40.0, 80.0, 160.0};
+const std::vector<double> kTokenBuckets = {1,    8,    16,   32,   64,    128,   256,   512,
+                                           1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+
+}  // namespace
+
+ServiceMetrics::ServiceMetrics()
+    : requests_(registry_.counter("tern_requests_total",
+                                  "HTTP requests by model, endpoint and status code.",
+                                  {"model", "endpoint", "status"})),
+      time_to_first_token_(registry_.histogram("tern_time_to_first_token_seconds",
+                                               "Time from request arrival to the first token.",
+                                               {"model"}, kLatencyBuckets)),
+      inter_token_latency_(registry_.histogram("tern_inter_token_latency_seconds",
+                                               "Time between consecutive streamed tokens.",
+                                               {"model"}, kLatencyBuckets)),
+      end_to_end_latency_(registry_.histogram("tern_request_duration_seconds",
+                                              "Time from request arrival to its last byte.",
+                                              {"model"}, kLatencyBuckets)),
+      prompt_tokens_(registry_.histogram("tern_request_prompt_tokens",
+                                         "Prompt length of finished requests, in tokens.",
+                                         {"model"}, kTokenBuckets)),
+      generation_tokens_(registry_.histogram("tern_request_generation_tokens",
+                                             "Generated length of finished requests, in tokens.",
+                                             {"model"}, kTokenBuckets)),
+      running_(registry_.gauge("tern_requests_running", "Requests in the engine's running batch.",
+                               {"model"})),
+      waiting_(
+          registry_.gauge("tern_requests_waiting", "Requests queued for the engine.", {"model"})),
+      kv_cache_usage_(registry_.gauge("tern_kv_cache_usage_ratio",
+                                      "Fraction of KV-cache blocks in use (0 to 1).", {"model"})),
+      prefix_cache_hit_rate_(registry_.gauge("tern_prefix_cache_hit_ratio",
+                                             "Fraction of prompt tokens served from the prefix "
+                                             "cache (0 to 1).",
+                                             {"model"})),
+      open_connections_(
+          registry_.gauge("tern_open_connections", "Open HTTP connections.").with({})) {}
+
+void ServiceMetrics::count_request(std::string_view model, std::string_view endpoint, int status) {
+  char digits[8];
+  const auto end = std::to_chars(digits, digits + sizeof digits, status).ptr;
+  requests_.with({model, endpoint, std::string_view(digits, end - digits)}).increment();
+}
+
+ServiceMetrics::ModelHistograms ServiceMetrics::histograms(std::string_view model) {
+  return {time_to_first_token_.with({model}), inter_token_latency_.with({model}),
+          end_to_end_latency_.with({model}), prompt_tokens_.with({model}),
+          generation_tokens_.with({model})};
+}
+
+void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats) {
+  for (const ModelStats& model : stats) {
+    running_.with({model.model}).set(model.running_requests);
+    waiting_.with({model.model}).set(model.waiting_requests);
+    kv_cache_usage_.with({model.model}).set(model.kv_cache_usage);
+    prefix_cache_hit_rate_.with({model.model}).set(model.prefix_cache_hit_rate);
+  }
+}
+
+}  // namespace tern::service

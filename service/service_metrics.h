@@ -1,0 +1,53 @@
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "service/metrics.h"
+#include "service/model_service.h"
+
+namespace tern::service {
+
+// The metrics the server exports, registered once. Names follow Prometheus conventions
+// (base units, _total on counters) so `promtool check metrics` passes.
+class ServiceMetrics {
+ public:
+  ServiceMetrics();
+
+  MetricsRegistry& registry() { return registry_; }
+
+  void count_request(std::string_view model, std::string_view endpoint, int status);
+
+  // A model's latency histograms, looked up once per request and kept for its tokens.
+  struct ModelHistograms {
+    Histogram& time_to_first_token;
+    Histogram& inter_token_latency;
+    Histogram& end_to_end_latency;
+    Histogram& prompt_tokens;
+    Histogram& generation_tokens;
+  };
+  ModelHistograms histograms(std::string_view model);
+
+  Gauge& open_connections() { return open_connections_; }
+
+  // Copies the engines' gauges in; called just before rendering /metrics.
+  void update_model_stats(const std::vector<ModelStats>& stats);
+
+  std::string render() const { return registry_.render(); }
+
+ private:
+  MetricsRegistry registry_;
+  Family<Counter>& requests_;
+  Family<Histogram>& time_to_first_token_;
+  Family<Histogram>& inter_token_latency_;
+  Family<Histogram>& end_to_end_latency_;
+  Family<Histogram>& prompt_tokens_;
+  Family<Histogram>& generation_tokens_;
+  Family<Gauge>& running_;
+  Family<Gauge>& waiting_;
+  Family<Gauge>& kv_cache_usage_;
+  Family<Gauge>& prefix_cache_hit_rate_;
+  Gauge& open_connections_;
+};
+
+}  // namespace tern::service

@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tern::service {
+
+// Server-Sent Events framing. A payload with line breaks becomes several `data:` lines, so any
+// text frames correctly; JSON from JsonWriter has none and takes the fast path.
+void append_sse_data(std::string& out, std::string_view payload);
+// A comment line (": text"), which clients ignore and proxies count as traffic.
+void append_sse_comment(std::string& out, std::string_view text);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+// The bytes one stream has produced but the client has not yet taken, and the slow-client
+// policy over them: a stream that stays over `bound_bytes` for `slow_client_timeout` is dropped
+// (and its request cancelled), so the engine never waits on a client and memory per stream
+// stays bounded. Bytes count from append() until written() reports them sent.
+class SseBuffer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  SseBuffer(std::size_t bound_bytes, Clock::duration slow_client_timeout)
+      : bound_bytes_(bound_bytes), slow_client_timeout_(slow_client_timeout) {}
+
+  // Where producers append; call appended() afterwards so the bound is checked.
+  std::string& queue() { return queued_; }
+  void appended(Clock::time_point now) { update(now); }
+
+  // Moves the queued bytes out for one write; they stay pending until written().
+  std::string take_for_write();
+  void written(std::size_t bytes, Clock::time_point now);
+
+  bool empty() const { return queued_.empty(); }
+  std::size_t pending_bytes() const { return queued_.size() + in_flight_; }
+  bool over_bound() const { return over_bound_since_.has_value(); }
+  // When the stream must be dropped if it is still over the bound; nullopt when under it.
+  std::optional<Clock::time_point> drop_deadline() const;
+  bool should_drop(Clock::time_point now) const;
+
+ private:
+  void update(Clock::time_point now);
+
+  std::size_t bound_bytes_;
+  Clock::duration slow_client_timeout_;
+  std::string queued_;
+  std::size_t in_flight_ = 0;
+  std::optional<Clock::time_point> over_bound_since_;
+};
+
+}  // namespace tern::service

@@ -1,0 +1,219 @@
+#include "tests/e2e/service/fake_model_service.h"
+
+#include <deque>
+
+#include <fmt/format.h>
+
+namespace tern::service::testing {
+
+struct FakeModelService::State {
+  std::mutex mutex;
+  std::deque<GenerationEvent> events;
+  engine::ChannelWaker* waker = nullptr;
+  std::atomic<bool> cancelled{false};
+  bool finished = false;
+  // Producer-side progress.
+  int choices = 1;
+  int max_tokens = 5;
+  int produced = 0;  // tokens per choice so far
+  int prompt_tokens = 0;
+  bool fail = false;
+  bool stop_finish = true;
+
+  void push(GenerationEvent event) {
+    engine::ChannelWaker* to_wake = nullptr;
+    {
+      std::lock_guard lock(mutex);
+      events.push_back(std::move(event));
+      std::swap(to_wake, waker);
+    }
+    if (to_wake != nullptr) to_wake->wake();
+  }
+};
+
+namespace {
+
+class FakeStream final : public GenerationStream {
+ public:
+  FakeStream(std::shared_ptr<FakeModelService::State> state, std::atomic<int>& cancelled)
+      : state_(std::move(state)), cancelled_(cancelled) {}
+  ~FakeStream() override {
+    if (!state_->finished) cancel();
+  }
+
+  std::optional<GenerationEvent> try_next() override {
+    std::lock_guard lock(state_->mutex);
+    if (state_->events.empty()) return std::nullopt;
+    GenerationEvent event = std::move(state_->events.front());
+    state_->events.pop_front();
+    if (event.kind == GenerationEvent::Kind::done || event.kind == GenerationEvent::Kind::error) {
+      state_->finished = true;
+    }
+    return event;
+  }
+  bool arm(engine::ChannelWaker& waker) override {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->events.empty()) return false;
+    state_->waker = &waker;
+    return true;
+  }
+  bool disarm() override {
+    std::lock_guard lock(state_->mutex);
+    const bool had = state_->waker != nullptr;
+    state_->waker = nullptr;
+    return had;
+  }
+  void cancel() override {
+    if (!state_->cancelled.exchange(true)) cancelled_.fetch_add(1);
+  }
+
+ private:
+  std::shared_ptr<FakeModelService::State> state_;
+  std::atomic<int>& cancelled_;
+};
+
+}  // namespace
+
+FakeModelService::FakeModelService(Options options)
+    : options_(options), producer_([this] { produce(); }) {}
+
+FakeModelService::~FakeModelService() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  producer_.join();
+}
+
+std::vector<ModelCard> FakeModelService::models() const {
+  ModelCard card{"fake", "fake", 1700000000, 2048, "llama", "f32", "canned tokens"};
+  ModelCard alias = card;
+  alias.id = "fake-alias";
+  return {card, alias};
+}
+
+std::vector<ModelStats> FakeModelService::stats() const {
+  return {ModelStats{"fake", active_count(), 0, 0.25, 0.5}};
+}
+
+int FakeModelService::active_count() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(active_.size());
+}
+
+openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
+    const std::string& model, const std::string& prompt, int choices, std::optional<int> max_tokens,
+    std::string& model_id) {
+  if (model == "busy") return openai::too_many_requests("The model's queue is full", 2);
+  if (!model.empty() && model != "fake" && model != "fake-alias") {
+    return openai::model_not_found(model);
+  }
+  if (prompt.size() > 4000) return openai::context_length_exceeded(4000, 16, 2048);
+  model_id = model.empty() ? "fake" : model;
+  auto state = std::make_shared<State>();
+  state->choices = choices;
+  state->max_tokens = max_tokens.value_or(options_.default_max_tokens);
+  state->stop_finish = !max_tokens.has_value();
+  state->prompt_tokens = static_cast<int>(prompt.size());
+  state->fail = prompt.find("FAIL") != std::string::npos;
+  started_.fetch_add(1);
+  {
+    std::lock_guard lock(mutex_);
+    active_.push_back(state);
+  }
+  wake_.notify_all();
+  return std::unique_ptr<GenerationStream>(std::make_unique<FakeStream>(state, cancelled_));
+}
+
+openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_chat(
+    const openai::ChatCompletionRequest& request, std::string& model_id) {
+  std::string prompt;
+  for (const auto& message : request.messages) prompt += message.content.value_or("");
+  return start(request.model, prompt, request.sampling.n, request.sampling.max_tokens, model_id);
+}
+
+openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_completion(
+    const openai::CompletionRequest& request, std::string& model_id) {
+  std::string prompt;
+  for (const auto& part : request.prompts) prompt += part.text;
+  const int choices = request.sampling.n * static_cast<int>(request.prompts.size());
+  return start(request.model, prompt, choices, request.sampling.max_tokens, model_id);
+}
+
+openai::ApiResult<TokenizeResult> FakeModelService::tokenize(
+    const openai::TokenizeRequest& request) {
+  if (!request.model.empty() && request.model != "fake")
+    return openai::model_not_found(request.model);
+  TokenizeResult result;
+  result.max_model_len = 2048;
+  for (const unsigned char c : request.prompt) {
+    result.tokens.push_back(c);
+    result.token_strs.emplace_back(1, static_cast<char>(c));
+  }
+  return result;
+}
+
+openai::ApiResult<DetokenizeResult> FakeModelService::detokenize(
+    const openai::DetokenizeRequest& request) {
+  DetokenizeResult result;
+  for (const std::int32_t token : request.tokens) {
+    if (token > 255) {
+      return openai::invalid_request("tokens", fmt::format("Token id {} is out of range", token));
+    }
+    result.prompt += static_cast<char>(token);
+  }
+  return result;
+}
+
+void FakeModelService::produce() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (active_.empty()) {
+      wake_.wait(lock, [&] { return stopping_ || !active_.empty(); });
+      continue;
+    }
+    std::vector<std::shared_ptr<State>> batch = active_;
+    lock.unlock();
+    std::vector<State*> done;
+    for (const auto& state : batch) {
+      if (state->cancelled.load()) {
+        done.push_back(state.get());
+        continue;
+      }
+      if (state->fail && state->produced == 1) {
+        GenerationEvent error;
+        error.kind = GenerationEvent::Kind::error;
+        error.error = openai::server_error("the fake engine failed on purpose");
+        state->push(std::move(error));
+        done.push_back(state.get());
+        continue;
+      }
+      const bool last = state->produced + 1 >= state->max_tokens;
+      for (int choice = 0; choice < state->choices; ++choice) {
+        GenerationEvent event;
+        event.kind = last ? GenerationEvent::Kind::finish : GenerationEvent::Kind::delta;
+        event.index = choice;
+        event.text = fmt::format("tok{} ", state->produced);
+        event.logprobs.push_back(TokenLogprob{event.text, -0.5, {{event.text, -0.5}, {"x", -2}}});
+        event.finish_reason = state->stop_finish ? FinishReason::stop : FinishReason::length;
+        state->push(std::move(event));
+      }
+      ++state->produced;
+      if (last) {
+        GenerationEvent event;
+        event.kind = GenerationEvent::Kind::done;
+        event.usage = Usage{state->prompt_tokens, state->produced * state->choices, 0};
+        state->push(std::move(event));
+        done.push_back(state.get());
+      }
+    }
+    lock.lock();
+    std::erase_if(active_, [&](const std::shared_ptr<State>& state) {
+      return std::find(done.begin(), done.end(), state.get()) != done.end();
+    });
+    wake_.wait_for(lock, options_.token_interval, [&] { return stopping_; });
+  }
+}
+
+}  // namespace tern::service::testing

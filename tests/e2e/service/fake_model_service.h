@@ -1,0 +1,64 @@
+#pragma once
+
+// A ModelService without a model, for the server's tests: it streams canned tokens with a
+// delay from one producer thread (like an engine thread) and records cancellations.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "service/model_service.h"
+
+namespace tern::service::testing {
+
+class FakeModelService final : public ModelService {
+ public:
+  struct Options {
+    std::chrono::milliseconds token_interval{2};
+    int default_max_tokens = 5;
+  };
+  explicit FakeModelService(Options options);
+  FakeModelService() : FakeModelService(Options{}) {}
+  ~FakeModelService() override;
+
+  std::vector<ModelCard> models() const override;
+  std::vector<ModelStats> stats() const override;
+  bool ready() const override { return ready_.load(); }
+  // Model "fake" (alias "fake-alias"); model "busy" answers 429. Tokens are "tok0 ", "tok1 ",
+  // ... one choice after another per step; a prompt containing "FAIL" ends in an error event.
+  openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
+      const openai::ChatCompletionRequest& request, std::string& model_id) override;
+  openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const openai::CompletionRequest& request, std::string& model_id) override;
+  openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) override;
+  openai::ApiResult<DetokenizeResult> detokenize(const openai::DetokenizeRequest& request) override;
+
+  void set_ready(bool ready) { ready_.store(ready); }
+  int cancelled_count() const { return cancelled_.load(); }
+  int active_count() const;
+  int started_count() const { return started_.load(); }
+
+  struct State;
+
+ private:
+  openai::ApiResult<std::unique_ptr<GenerationStream>> start(const std::string& model,
+                                                             const std::string& prompt, int choices,
+                                                             std::optional<int> max_tokens,
+                                                             std::string& model_id);
+  void produce();
+
+  Options options_;
+  std::atomic<bool> ready_{true};
+  std::atomic<int> cancelled_{0};
+  std::atomic<int> started_{0};
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::shared_ptr<State>> active_;
+  bool stopping_ = false;
+  std::thread producer_;
+};
+
+}  // namespace tern::service::testing

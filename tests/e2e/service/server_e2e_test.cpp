@@ -1,0 +1,459 @@
+// The HTTP server over loopback with a Beast client, against the fake model service: every
+// endpoint and error status, keep-alive, SSE framing, cancel on disconnect, drain.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "service/server.h"
+#include "tests/e2e/service/fake_model_service.h"
+
+namespace tern::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Response = http::response<http::string_body>;
+using namespace std::chrono_literals;
+
+class Client {
+ public:
+  explicit Client(int port) : socket_(io_) {
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+
+  Response request(http::verb method, std::string target, std::string body = {},
+                   std::vector<std::pair<std::string, std::string>> headers = {}) {
+    send(method, std::move(target), std::move(body), std::move(headers));
+    return read();
+  }
+
+  void send(http::verb method, std::string target, std::string body = {},
+            std::vector<std::pair<std::string, std::string>> headers = {}) {
+    http::request<http::string_body> request{method, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    for (const auto& [name, value] : headers) request.set(name, value);
+    if (!body.empty()) request.set(http::field::content_type, "application/json");
+    request.body() = std::move(body);
+    request.prepare_payload();
+    http::write(socket_, request);
+  }
+
+  Response read() {
+    Response response;
+    beast::error_code ec;
+    http::read(socket_, buffer_, response, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    return response;
+  }
+
+  // Reads until the peer closes; true when it did within `timeout`.
+  bool closed_by_peer(std::chrono::milliseconds timeout) {
+    socket_.non_blocking(false);
+    timeval tv{static_cast<time_t>(timeout.count() / 1000),
+               static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char byte;
+    beast::error_code ec;
+    for (;;) {
+      socket_.read_some(asio::buffer(&byte, 1), ec);
+      if (ec == asio::error::eof || ec == asio::error::connection_reset) return true;
+      if (ec) return false;
+    }
+  }
+
+  void write_raw(std::string_view bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  tcp::socket& socket() { return socket_; }
+  beast::flat_buffer& buffer() { return buffer_; }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+};
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void start(ServerConfig config = default_config(),
+             testing::FakeModelService::Options fake_options = {}) {
+    fake_ = std::make_unique<testing::FakeModelService>(fake_options);
+    server_ = std::make_unique<Server>(config, *fake_, metrics_, Server::Options{false, 2});
+    ASSERT_TRUE(server_->start().ok());
+    thread_ = std::thread([this] { server_->run(); });
+  }
+
+  static ServerConfig default_config() {
+    ServerConfig config;
+    config.host = "127.0.0.1";
+    config.port = 0;
+    config.io_threads = 2;
+    return config;
+  }
+
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Client client() { return Client(server_->port()); }
+
+  ServiceMetrics metrics_;
+  std::unique_ptr<testing::FakeModelService> fake_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+constexpr const char* kChat = R"({"model":"fake","messages":[{"role":"user","content":"hi"}]})";
+
+TEST_F(ServerTest, HealthReadyMetricsModels) {
+  start();
+  Client c = client();
+  EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_EQ(c.request(http::verb::get, "/ready").result_int(), 200);
+  fake_->set_ready(false);
+  const Response not_ready = c.request(http::verb::get, "/ready");
+  EXPECT_EQ(not_ready.result_int(), 503);
+  EXPECT_NE(not_ready.body().find("\"code\":\"service_unavailable\""), std::string::npos);
+  fake_->set_ready(true);
+
+  const Response models = c.request(http::verb::get, "/v1/models");
+  EXPECT_EQ(models.result_int(), 200);
+  EXPECT_EQ(models[http::field::content_type], "application/json");
+  EXPECT_NE(models.body().find(R"("id":"fake-alias")"), std::string::npos);
+  EXPECT_NE(models.body().find(R"("owned_by":"tern")"), std::string::npos);
+  const Response one = c.request(http::verb::get, "/v1/models/fake");
+  EXPECT_EQ(one.result_int(), 200);
+  EXPECT_EQ(one.body().rfind(R"({"id":"fake","object":"model","created":1700000000,)", 0), 0u);
+  const Response missing = c.request(http::verb::get, "/v1/models/nope");
+  EXPECT_EQ(missing.result_int(), 404);
+  EXPECT_NE(missing.body().find("model_not_found"), std::string::npos);
+
+  EXPECT_EQ(c.request(http::verb::post, "/v1/chat/completions", kChat).result_int(), 200);
+  const Response scraped = c.request(http::verb::get, "/metrics");
+  EXPECT_EQ(scraped.result_int(), 200);
+  EXPECT_NE(scraped[http::field::content_type].find("text/plain; version=0.0.4"),
+            std::string::npos);
+  EXPECT_NE(
+      scraped.body().find(
+          R"(tern_requests_total{model="fake",endpoint="/v1/chat/completions",status="200"} 1)"),
+      std::string::npos)
+      << scraped.body();
+  EXPECT_NE(scraped.body().find(R"(tern_kv_cache_usage_ratio{model="fake"} 0.25)"),
+            std::string::npos);
+  EXPECT_NE(scraped.body().find("tern_open_connections 1"), std::string::npos);
+  EXPECT_NE(scraped.body().find(R"(tern_time_to_first_token_seconds_count{model="fake"} 1)"),
+            std::string::npos);
+}
+
+TEST_F(ServerTest, ChatCompletionNonStreamed) {
+  start();
+  Client c = client();
+  const Response response = c.request(
+      http::verb::post, "/v1/chat/completions",
+      R"({"model":"fake-alias","max_tokens":3,"n":2,"messages":[{"role":"user","content":"hello"}]})");
+  ASSERT_EQ(response.result_int(), 200) << response.body();
+  const std::string& body = response.body();
+  EXPECT_EQ(body.rfind(R"({"id":"chatcmpl-)", 0), 0u);
+  EXPECT_NE(body.find(R"("object":"chat.completion")"), std::string::npos);
+  EXPECT_NE(body.find(R"("model":"fake-alias")"), std::string::npos);
+  EXPECT_NE(body.find(R"({"index":0,"message":{"role":"assistant","content":"tok0 tok1 tok2 "},)"
+                      R"("logprobs":null,"finish_reason":"length"})"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"({"index":1,"message")"), std::string::npos);
+  EXPECT_NE(body.find(R"("usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,)"
+                      R"("prompt_tokens_details":{"cached_tokens":0}})"),
+            std::string::npos)
+      << body;
+}
+
+TEST_F(ServerTest, ChatCompletionStreamedFormatAndHeaders) {
+  start();
+  Client c = client();
+  const Response response =
+      c.request(http::verb::post, "/v1/chat/completions",
+                R"({"model":"fake","stream":true,"stream_options":{"include_usage":true},)"
+                R"("max_tokens":2,"messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_EQ(response.result_int(), 200);
+  EXPECT_EQ(response[http::field::content_type], "text/event-stream");
+  EXPECT_EQ(response[http::field::cache_control], "no-cache");
+  EXPECT_EQ(response["X-Accel-Buffering"], "no");
+  EXPECT_TRUE(response.chunked());
+  const std::string& body = response.body();
+  // Strip the varying id and check the sequence of events exactly.
+  std::string normalized;
+  std::size_t position = 0;
+  while (position < body.size()) {
+    const std::size_t end = body.find("\n\n", position);
+    ASSERT_NE(end, std::string::npos);
+    std::string event = body.substr(position, end - position);
+    if (const auto id = event.find("\"id\":\""); id != std::string::npos) {
+      event.replace(id, event.find('"', id + 6) + 1 - id, "\"id\":\"X\"");
+    }
+    if (const auto created = event.find("\"created\":"); created != std::string::npos) {
+      event.replace(created, event.find(',', created) - created, "\"created\":0");
+    }
+    normalized += event + "\n";
+    position = end + 2;
+  }
+  const std::string prefix = R"(data: {"id":"X","object":"chat.completion.chunk","created":0,)"
+                             R"("model":"fake","choices":[)";
+  EXPECT_EQ(normalized,
+            prefix +
+                R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+                R"("finish_reason":null}],"usage":null})"
+                "\n" +
+                prefix +
+                R"({"index":0,"delta":{"content":"tok0 "},"logprobs":null,)"
+                R"("finish_reason":null}],"usage":null})"
+                "\n" +
+                prefix +
+                R"({"index":0,"delta":{"content":"tok1 "},"logprobs":null,)"
+                R"("finish_reason":null}],"usage":null})"
+                "\n" +
+                prefix +
+                R"({"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}],)"
+                R"("usage":null})"
+                "\n" +
+                prefix +
+                R"(],"usage":{"prompt_tokens":2,"completion_tokens":2,"total_tokens":4,)"
+                R"("prompt_tokens_details":{"cached_tokens":0}}})"
+                "\n"
+                "data: [DONE]\n");
+  // The connection stays usable after a stream.
+  EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
+}
+
+TEST_F(ServerTest, CompletionsTokenizeDetokenize) {
+  start();
+  Client c = client();
+  const Response completion =
+      c.request(http::verb::post, "/v1/completions",
+                R"({"model":"fake","prompt":["ab","cd"],"max_tokens":1,"logprobs":1})");
+  ASSERT_EQ(completion.result_int(), 200) << completion.body();
+  EXPECT_NE(completion.body().find(R"("object":"text_completion")"), std::string::npos);
+  EXPECT_NE(
+      completion.body().find(
+          R"({"index":1,"text":"tok0 ","logprobs":{"tokens":["tok0 "],"token_logprobs":[-0.5],)"
+          R"("top_logprobs":[{"tok0 ":-0.5,"x":-2}],"text_offset":[0]},"finish_reason":"length"})"),
+      std::string::npos)
+      << completion.body();
+
+  const Response streamed = c.request(http::verb::post, "/v1/completions",
+                                      R"({"prompt":[1,2,3],"max_tokens":1,"stream":true})");
+  ASSERT_EQ(streamed.result_int(), 200);
+  EXPECT_NE(streamed.body().find(R"("choices":[{"index":0,"text":"tok0 ","logprobs":null,)"
+                                 R"("finish_reason":null}]})"),
+            std::string::npos)
+      << streamed.body();
+  EXPECT_TRUE(streamed.body().ends_with("data: [DONE]\n\n"));
+
+  const Response tokens =
+      c.request(http::verb::post, "/tokenize", R"({"model":"fake","prompt":"hi"})");
+  EXPECT_EQ(tokens.body(),
+            R"({"count":2,"max_model_len":2048,"tokens":[104,105],"token_strs":null})");
+  const Response text = c.request(http::verb::post, "/detokenize", R"({"tokens":[104,105]})");
+  EXPECT_EQ(text.body(), R"({"prompt":"hi"})");
+  const Response bad = c.request(http::verb::post, "/detokenize", R"({"tokens":[1000]})");
+  EXPECT_EQ(bad.result_int(), 400);
+}
+
+TEST_F(ServerTest, ErrorStatuses) {
+  ServerConfig config = default_config();
+  config.limits.max_body_bytes = 1024;
+  start(config);
+  Client c = client();
+  const Response not_found = c.request(http::verb::get, "/nope");
+  EXPECT_EQ(not_found.result_int(), 404);
+  EXPECT_EQ(not_found.body(),
+            R"({"error":{"message":"No route for GET /nope","type":"invalid_request_error",)"
+            R"("param":null,"code":"not_found"}})");
+  EXPECT_EQ(c.request(http::verb::get, "/v1/chat/completions").result_int(), 405);
+
+  const Response malformed = c.request(http::verb::post, "/v1/chat/completions", "{");
+  EXPECT_EQ(malformed.result_int(), 400);
+  const Response empty_messages =
+      c.request(http::verb::post, "/v1/chat/completions", R"({"messages":[]})");
+  EXPECT_EQ(empty_messages.result_int(), 400);
+  EXPECT_NE(empty_messages.body().find(R"("param":"messages")"), std::string::npos);
+  const Response unknown_model =
+      c.request(http::verb::post, "/v1/chat/completions",
+                R"({"model":"x","messages":[{"role":"user","content":"a"}]})");
+  EXPECT_EQ(unknown_model.result_int(), 404);
+  const Response busy = c.request(http::verb::post, "/v1/chat/completions",
+                                  R"({"model":"busy","messages":[{"role":"user","content":"a"}]})");
+  EXPECT_EQ(busy.result_int(), 429);
+  EXPECT_EQ(busy[http::field::retry_after], "2");
+  EXPECT_NE(busy.body().find("rate_limit_exceeded"), std::string::npos);
+  const std::string long_prompt(2000, 'a');
+  // A failure after the start arrives as the response's error for a non-streamed request.
+  const Response failed =
+      c.request(http::verb::post, "/v1/completions", R"({"prompt":"FAIL","max_tokens":3})");
+  EXPECT_EQ(failed.result_int(), 500);
+
+  Client big = client();
+  const Response too_large =
+      big.request(http::verb::post, "/v1/completions", R"({"prompt":")" + long_prompt + "\"}");
+  EXPECT_EQ(too_large.result_int(), 413);
+  EXPECT_NE(too_large.body().find("request_too_large"), std::string::npos);
+}
+
+TEST_F(ServerTest, ApiKeys) {
+  ServerConfig config = default_config();
+  config.api_keys = {"secret-one", "secret-two"};
+  start(config);
+  Client c = client();
+  const Response missing = c.request(http::verb::get, "/v1/models");
+  EXPECT_EQ(missing.result_int(), 401);
+  EXPECT_NE(missing.body().find(R"("code":"invalid_api_key")"), std::string::npos);
+  EXPECT_EQ(
+      c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Bearer nope"}}).result_int(),
+      401);
+  EXPECT_EQ(c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Bearer secret-two"}})
+                .result_int(),
+            200);
+  EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_EQ(c.request(http::verb::get, "/metrics").result_int(), 200);
+}
+
+TEST_F(ServerTest, ProtectedOperationalEndpoints) {
+  ServerConfig config = default_config();
+  config.api_keys = {"k"};
+  config.protect_operational_endpoints = true;
+  start(config);
+  Client c = client();
+  EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 401);
+  EXPECT_EQ(
+      c.request(http::verb::get, "/metrics", "", {{"Authorization", "Bearer k"}}).result_int(),
+      200);
+}
+
+TEST_F(ServerTest, HeaderTimeoutGives408AndIdleConnectionsClose) {
+  ServerConfig config = default_config();
+  config.timeouts.header_s = 0.3;
+  config.timeouts.idle_s = 0.3;
+  start(config);
+  Client partial = client();
+  partial.write_raw("GET /health HTTP/1.1\r\nHost: x\r\n");
+  const Response timed_out = partial.read();
+  EXPECT_EQ(timed_out.result_int(), 408);
+  EXPECT_NE(timed_out.body().find("request_timeout"), std::string::npos);
+
+  Client idle = client();
+  EXPECT_EQ(idle.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_TRUE(idle.closed_by_peer(3000ms));
+}
+
+TEST_F(ServerTest, KeepAliveServesSequentialRequestsOnOneConnection) {
+  start();
+  Client c = client();
+  for (int i = 0; i < 5; ++i) {
+    const Response response = c.request(http::verb::post, "/v1/chat/completions", kChat);
+    EXPECT_EQ(response.result_int(), 200);
+    EXPECT_TRUE(response.keep_alive());
+  }
+  EXPECT_EQ(server_->open_connections(), 1u);
+}
+
+TEST_F(ServerTest, ClientDisconnectCancelsTheRequest) {
+  start(default_config(), {std::chrono::milliseconds(10), 5});
+  {
+    Client c = client();
+    c.send(http::verb::post, "/v1/chat/completions",
+           R"({"model":"fake","stream":true,"max_tokens":100000,)"
+           R"("messages":[{"role":"user","content":"hi"}]})");
+    http::response_parser<http::empty_body> header;
+    http::read_header(c.socket(), c.buffer(), header);
+    EXPECT_EQ(header.get().result_int(), 200);
+    std::this_thread::sleep_for(50ms);
+  }  // the socket closes here
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (fake_->cancelled_count() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(fake_->cancelled_count(), 1);
+  while (fake_->active_count() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(fake_->active_count(), 0);
+}
+
+TEST_F(ServerTest, HealthAnswersWhileManyStreamsAreOpen) {
+  start(default_config(), {std::chrono::milliseconds(20), 5});
+  constexpr int kStreams = 200;
+  std::vector<std::unique_ptr<Client>> streams;
+  for (int i = 0; i < kStreams; ++i) {
+    streams.push_back(std::make_unique<Client>(server_->port()));
+    streams.back()->send(http::verb::post, "/v1/chat/completions",
+                         R"({"model":"fake","stream":true,"max_tokens":100000,)"
+                         R"("messages":[{"role":"user","content":"hi"}]})");
+  }
+  for (auto& stream : streams) {
+    http::response_parser<http::empty_body> header;
+    http::read_header(stream->socket(), stream->buffer(), header);
+    ASSERT_EQ(header.get().result_int(), 200);
+  }
+  EXPECT_EQ(fake_->active_count(), kStreams);
+  Client health = client();
+  EXPECT_EQ(health.request(http::verb::get, "/health").result_int(), 200);
+  streams.clear();
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (fake_->cancelled_count() < kStreams && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(fake_->cancelled_count(), kStreams);
+}
+
+TEST_F(ServerTest, DrainFinishesInFlightStreamsThenStops) {
+  start(default_config(), {std::chrono::milliseconds(20), 5});
+  Client waiting = client();
+  EXPECT_EQ(waiting.request(http::verb::get, "/ready").result_int(), 200);
+  Client streaming = client();
+  // 100 tokens at 20 ms keep the drain going for about 2 s, long enough that a loaded machine
+  // still asks /ready while the stream runs.
+  streaming.send(http::verb::post, "/v1/chat/completions",
+                 R"({"model":"fake","stream":true,"max_tokens":100,)"
+                 R"("messages":[{"role":"user","content":"hi"}]})");
+  http::response_parser<http::string_body> parser;
+  http::read_header(streaming.socket(), streaming.buffer(), parser);
+  server_->drain();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(server_->draining());
+  const Response ready = waiting.request(http::verb::get, "/ready");
+  EXPECT_EQ(ready.result_int(), 503);
+  EXPECT_FALSE(ready.keep_alive());
+  http::read(streaming.socket(), streaming.buffer(), parser);
+  EXPECT_TRUE(parser.get().body().ends_with("data: [DONE]\n\n"));
+  EXPECT_EQ(fake_->cancelled_count(), 0);
+  thread_.join();  // run() returns once drained
+  EXPECT_THROW(Client(server_->port()), boost::system::system_error);
+}
+
+TEST_F(ServerTest, StreamedErrorAfterStartIsAnEvent) {
+  start();
+  Client c = client();
+  const Response response =
+      c.request(http::verb::post, "/v1/chat/completions",
+                R"({"stream":true,"max_tokens":5,"messages":[{"role":"user","content":"FAIL"}]})");
+  EXPECT_EQ(response.result_int(), 200);
+  EXPECT_NE(
+      response.body().find(R"(data: {"error":{"message":"the fake engine failed on purpose")"),
+      std::string::npos)
+      << response.body();
+  EXPECT_TRUE(response.body().ends_with("data: [DONE]\n\n"));
+}
+
+}  // namespace
+}  // namespace tern::service

@@ -1,0 +1,137 @@
+#pragma once
+
+// A TinyStories engine for the integration tests, and helpers that run requests to the end.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/engine.h"
+#include "engine/model/model_weights.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tern::engine::testing {
+
+// What one sample produced.
+struct SampleOutput {
+  std::vector<std::int32_t> ids;
+  std::string text;
+  std::vector<float> logprobs;
+  FinishReason finish_reason = FinishReason::error;
+  std::string message;
+};
+
+struct RequestOutput {
+  std::vector<SampleOutput> samples;
+  Usage usage;
+  std::int32_t events = 0;
+};
+
+// Reads a request's events until the last one.
+inline RequestOutput collect(RequestHandle& handle, std::int32_t n = 1) {
+  RequestOutput output;
+  output.samples.resize(static_cast<std::size_t>(n));
+  for (;;) {
+    RequestEvent event = handle.next();
+    ++output.events;
+    SampleOutput& sample = output.samples.at(static_cast<std::size_t>(event.index));
+    if (event.token >= 0) {
+      sample.ids.push_back(event.token);
+      sample.logprobs.push_back(event.logprob);
+    }
+    sample.text += event.text;
+    if (event.finish_reason) {
+      sample.finish_reason = *event.finish_reason;
+      sample.message = event.message;
+    }
+    if (event.done) {
+      output.usage = event.usage;
+      return output;
+    }
+  }
+}
+
+// A model, a tokenizer and a pool loaded once; engines made on demand over a fresh backend.
+class TinyEngineFactory {
+ public:
+  static std::unique_ptr<TinyEngineFactory> load(const std::string& model_path) {
+    auto weights = load_model(model_path);
+    if (!weights) {
+      ADD_FAILURE() << weights.error().message;
+      return nullptr;
+    }
+    auto tokenizer = Tokenizer::load(model_path);
+    if (!tokenizer) {
+      ADD_FAILURE() << tokenizer.error().message;
+      return nullptr;
+    }
+    auto factory = std::unique_ptr<TinyEngineFactory>(new TinyEngineFactory(std::move(*weights)));
+    factory->tokenizer_ = std::move(*tokenizer);
+    return factory;
+  }
+
+  EngineOptions default_options() const {
+    EngineOptions options;
+    options.context_length = weights_.config().context_length;
+    options.eos_token_ids = weights_.config().eos_token_ids;
+    options.kv_cache_type = KvCacheType::f32;
+    options.num_kv_blocks = 1024;
+    options.scheduler.max_num_seqs = 64;
+    options.scheduler.max_num_batched_tokens = 256;
+    return options;
+  }
+
+  // The engine lives until the next make(), which stops it before replacing its backend.
+  Engine* make(const EngineOptions& options) {
+    engine_.reset();
+    CpuBackendOptions backend_options;
+    backend_options.max_batch_tokens = 256;
+    backend_options.max_sequences = 64;
+    backend_options.max_context = weights_.config().context_length;
+    auto backend = CpuBackend::create(weights_, pool_, backend_options);
+    if (!backend) {
+      ADD_FAILURE() << backend.error().message;
+      return nullptr;
+    }
+    backend_ = std::move(*backend);
+    auto engine = Engine::create(*backend_, tokenizer_.get(), options);
+    if (!engine) {
+      ADD_FAILURE() << engine.error().message;
+      return nullptr;
+    }
+    engine_ = std::move(*engine);
+    return engine_.get();
+  }
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelWeights& weights() const { return weights_; }
+
+ private:
+  explicit TinyEngineFactory(ModelWeights weights) : weights_(std::move(weights)) {}
+
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  kernels::ThreadPool pool_{2};
+  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Engine> engine_;
+};
+
+// The engine publishes its counters after each loop; wait until the pool is whole again.
+inline bool wait_for_full_pool(const Engine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const EngineStats stats = engine.stats();
+    if (stats.kv_free_blocks == stats.kv_blocks && stats.running == 0 && stats.waiting == 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return false;
+}
+
+}  // namespace tern::engine::testing

@@ -1,0 +1,84 @@
+#include "service/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "service/service_metrics.h"
+
+namespace tern::service {
+namespace {
+
+TEST(MetricsTest, TextExposition) {
+  MetricsRegistry registry;
+  auto& requests = registry.counter("t_requests_total", "Requests.", {"model", "status"});
+  requests.with({"m\"1", "200"}).increment();
+  requests.with({"m\"1", "200"}).increment(2);
+  registry.gauge("t_open", "Open\nthings.").with({}).set(1.5);
+  auto& latency = registry.histogram("t_latency_seconds", "Latency.", {"model"}, {0.1, 1});
+  latency.with({"m"}).observe(0.05);
+  latency.with({"m"}).observe(0.5);
+  latency.with({"m"}).observe(5);
+  EXPECT_EQ(registry.render(),
+            "# HELP t_requests_total Requests.\n# TYPE t_requests_total counter\n"
+            "t_requests_total{model=\"m\\\"1\",status=\"200\"} 3\n"
+            "# HELP t_open Open\\nthings.\n# TYPE t_open gauge\nt_open 1.5\n"
+            "# HELP t_latency_seconds Latency.\n# TYPE t_latency_seconds histogram\n"
+            "t_latency_seconds_bucket{model=\"m\",le=\"0.1\"} 1\n"
+            "t_latency_seconds_bucket{model=\"m\",le=\"1\"} 2\n"
+            "t_latency_seconds_bucket{model=\"m\",le=\"+Inf\"} 3\n"
+            "t_latency_seconds_sum{model=\"m\"} 5.55\n"
+            "t_latency_seconds_count{model=\"m\"} 3\n");
+}
+
+TEST(MetricsTest, ConcurrentUpdatesAreNotLost) {
+  MetricsRegistry registry;
+  Counter& counter = registry.counter("c_total", "C.").with({});
+  Histogram& histogram = registry.histogram("h", "H.", {}, {1}).with({});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10000; ++i) {
+        counter.increment();
+        histogram.observe(0.5);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(counter.value(), 40000);
+  EXPECT_EQ(histogram.snapshot().cumulative_counts.back(), 40000u);
+}
+
+TEST(MetricsTest, PromtoolAcceptsTheServiceMetrics) {
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh)";
+  }
+  ServiceMetrics metrics;
+  metrics.count_request("demo", "/v1/chat/completions", 200);
+  metrics.count_request("", "other", 404);
+  auto histograms = metrics.histograms("demo");
+  histograms.time_to_first_token.observe(0.2);
+  histograms.inter_token_latency.observe(0.02);
+  histograms.end_to_end_latency.observe(1.5);
+  histograms.prompt_tokens.observe(12);
+  histograms.generation_tokens.observe(30);
+  metrics.open_connections().add(3);
+  metrics.update_model_stats({ModelStats{"demo", 2, 1, 0.5, 0.25}});
+  const std::string path = ::testing::TempDir() + "tern_metrics.txt";
+  std::ofstream(path) << metrics.render();
+  const std::string command = "promtool check metrics < " + path + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char chunk[256];
+  while (const std::size_t n = fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, n);
+  const int status = pclose(pipe);
+  EXPECT_EQ(status, 0) << output << "\n" << metrics.render();
+  EXPECT_EQ(output, "") << output;
+}
+
+}  // namespace
+}  // namespace tern::service

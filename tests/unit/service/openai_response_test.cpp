@@ -1,0 +1,183 @@
+// Response encoding against exact strings in OpenAI's format.
+#include <gtest/gtest.h>
+
+#include "service/openai/api_error.h"
+#include "service/openai/chat_response.h"
+#include "service/openai/completion_response.h"
+#include "service/openai/json_writer.h"
+#include "service/openai/models_response.h"
+
+namespace tern::service::openai {
+namespace {
+
+const ResponseMeta kMeta{"chatcmpl-1", 1700000000, "m"};
+const std::string kChunk =
+    R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[)";
+
+TEST(JsonWriterTest, EscapesAndRepairsUtf8) {
+  std::string out;
+  JsonWriter json(out);
+  json.begin_object()
+      .field("text", std::string_view("a\"b\\c\n\t\x01 é 😀 \xff \xe2\x82"))
+      .key("list")
+      .begin_array()
+      .integer(-5)
+      .number(0.1)
+      .number(1e300 * 1e300)
+      .boolean(true)
+      .null()
+      .raw(R"({"x":1})")
+      .end_array()
+      .end_object();
+  EXPECT_EQ(out,
+            "{\"text\":\"a\\\"b\\\\c\\n\\t\\u0001 é 😀 \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\","
+            "\"list\":[-5,0.1,null,true,null,{\"x\":1}]}");
+}
+
+TEST(JsonWriterTest, RejectsOverlongAndSurrogates) {
+  std::string out;
+  append_json_escaped(out, "\xC0\xAF|\xED\xA0\x80|\xF4\x90\x80\x80");
+  EXPECT_EQ(out,
+            "\xEF\xBF\xBD\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|"
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(ApiErrorTest, OpenAiShape) {
+  EXPECT_EQ(encode_error(invalid_request("messages", "bad", "invalid_value")),
+            R"({"error":{"message":"bad","type":"invalid_request_error","param":"messages",)"
+            R"("code":"invalid_value"}})");
+  EXPECT_EQ(encode_error(invalid_api_key()),
+            R"({"error":{"message":"Incorrect API key provided","type":"authentication_error",)"
+            R"("param":null,"code":"invalid_api_key"}})");
+  const ApiError context = context_length_exceeded(3000, 100, 2048);
+  EXPECT_EQ(context.code, "context_length_exceeded");
+  EXPECT_NE(context.message.find("maximum context length is 2048 tokens"), std::string::npos);
+  EXPECT_NE(context.message.find("3100 tokens (3000 in the messages, 100 in the completion)"),
+            std::string::npos);
+}
+
+TEST(ChatResponseTest, NonStreamed) {
+  std::vector<ChoiceOutput> choices(1);
+  choices[0].text = "Hi";
+  choices[0].finish_reason = FinishReason::length;
+  EXPECT_EQ(
+      encode_chat_completion(kMeta, choices, Usage{5, 1, 4}, false),
+      R"({"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m",)"
+      R"("choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},)"
+      R"("logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":5,)"
+      R"("completion_tokens":1,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":4}}})");
+}
+
+TEST(ChatResponseTest, Logprobs) {
+  std::string out;
+  JsonWriter json(out);
+  write_chat_logprobs(json, {TokenLogprob{"Hi", -0.25, {{"Hi", -0.25}, {"Yo", -1.5}}}});
+  EXPECT_EQ(out, R"({"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[)"
+                 R"({"token":"Hi","logprob":-0.25,"bytes":[72,105]},)"
+                 R"({"token":"Yo","logprob":-1.5,"bytes":[89,111]}]}]})");
+}
+
+TEST(ChatResponseTest, StreamOrder) {
+  ChatChunkEncoder encoder(kMeta, false, false);
+  std::string out;
+  encoder.delta(out, 0, "Hel", {});
+  encoder.delta(out, 0, "lo", {});
+  encoder.finish(out, 0, FinishReason::stop);
+  encoder.done(out, Usage{1, 2, 0});
+  EXPECT_EQ(out, kChunk +
+                     R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+                     R"("finish_reason":null}]})"
+                     "\n\n" +
+                     kChunk +
+                     R"({"index":0,"delta":{"content":"Hel"},"logprobs":null,)"
+                     R"("finish_reason":null}]})"
+                     "\n\n" +
+                     kChunk +
+                     R"({"index":0,"delta":{"content":"lo"},"logprobs":null,)"
+                     R"("finish_reason":null}]})"
+                     "\n\n" +
+                     kChunk +
+                     R"({"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]})"
+                     "\n\n"
+                     "data: [DONE]\n\n");
+}
+
+TEST(ChatResponseTest, UsageChunkWhenRequested) {
+  ChatChunkEncoder encoder(kMeta, true, false);
+  std::string out;
+  encoder.finish(out, 1, FinishReason::stop);
+  encoder.done(out, Usage{1, 2, 0});
+  EXPECT_EQ(out, kChunk +
+                     R"({"index":1,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+                     R"("finish_reason":null}],"usage":null})"
+                     "\n\n" +
+                     kChunk +
+                     R"({"index":1,"delta":{},"logprobs":null,"finish_reason":"stop"}],)"
+                     R"("usage":null})"
+                     "\n\n" +
+                     kChunk +
+                     R"(],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
+                     R"("prompt_tokens_details":{"cached_tokens":0}}})"
+                     "\n\n"
+                     "data: [DONE]\n\n");
+}
+
+TEST(CompletionResponseTest, NonStreamedWithLogprobs) {
+  std::vector<ChoiceOutput> choices(1);
+  choices[0].text = "ab";
+  choices[0].logprobs = {TokenLogprob{"a", -1, {{"a", -1}}}, TokenLogprob{"b", -2, {{"b", -2}}}};
+  EXPECT_EQ(encode_text_completion({"cmpl-1", 5, "m"}, choices, Usage{1, 2, 0}, 1),
+            R"({"id":"cmpl-1","object":"text_completion","created":5,"model":"m","choices":[)"
+            R"({"index":0,"text":"ab","logprobs":{"tokens":["a","b"],"token_logprobs":[-1,-2],)"
+            R"("top_logprobs":[{"a":-1},{"b":-2}],"text_offset":[0,1]},"finish_reason":"stop"}],)"
+            R"("usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
+            R"("prompt_tokens_details":{"cached_tokens":0}}})");
+}
+
+TEST(CompletionResponseTest, StreamTextOffsetsContinue) {
+  CompletionChunkEncoder encoder({"cmpl-1", 5, "m"}, false, 0);
+  std::string out;
+  encoder.delta(out, 0, "ab", {TokenLogprob{"ab", -1, {}}});
+  encoder.delta(out, 0, "c", {TokenLogprob{"c", -1, {}}});
+  encoder.finish(out, 0, FinishReason::length);
+  encoder.done(out, {});
+  const std::string prefix =
+      R"(data: {"id":"cmpl-1","object":"text_completion","created":5,"model":"m","choices":[)";
+  EXPECT_EQ(out, prefix +
+                     R"({"index":0,"text":"ab","logprobs":{"tokens":["ab"],)"
+                     R"("token_logprobs":[-1],"top_logprobs":[{}],"text_offset":[0]},)"
+                     R"("finish_reason":null}]})"
+                     "\n\n" +
+                     prefix +
+                     R"({"index":0,"text":"c","logprobs":{"tokens":["c"],)"
+                     R"("token_logprobs":[-1],"top_logprobs":[{}],"text_offset":[2]},)"
+                     R"("finish_reason":null}]})"
+                     "\n\n" +
+                     prefix +
+                     R"({"index":0,"text":"","logprobs":null,"finish_reason":"length"}]})"
+                     "\n\n"
+                     "data: [DONE]\n\n");
+}
+
+TEST(ModelsResponseTest, ListAndObject) {
+  const ModelCard card{"demo", "demo", 1700000000, 2048, "llama", "f32", "random text"};
+  EXPECT_EQ(encode_model(card),
+            R"({"id":"demo","object":"model","created":1700000000,"owned_by":"tern",)"
+            R"("root":"demo","max_model_len":2048,"tern":{"context_length":2048,)"
+            R"("architecture":"llama","quantization":"f32","note":"random text"}})");
+  EXPECT_EQ(encode_model_list({}), R"({"object":"list","data":[]})");
+  EXPECT_EQ(encode_tokenize(TokenizeResult{{1, 2}, {"a", "b"}, 10}, true),
+            R"({"count":2,"max_model_len":10,"tokens":[1,2],"token_strs":["a","b"]})");
+  EXPECT_EQ(encode_detokenize({"hi"}), R"({"prompt":"hi"})");
+}
+
+TEST(ResponseIdTest, PrefixAndUniqueness) {
+  const std::string a = make_response_id("chatcmpl");
+  const std::string b = make_response_id("chatcmpl");
+  EXPECT_EQ(a.rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(a.size(), 9u + 32u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace tern::service::openai

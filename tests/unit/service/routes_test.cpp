@@ -1,0 +1,48 @@
+#include "service/routes.h"
+
+#include <gtest/gtest.h>
+
+#include "service/api_keys.h"
+
+namespace tern::service {
+namespace {
+
+TEST(RoutesTest, MatchesMethodAndPath) {
+  auto chat = match_route("POST", "/v1/chat/completions?x=1");
+  ASSERT_TRUE(chat.ok());
+  EXPECT_EQ(chat->endpoint, Endpoint::chat_completions);
+  EXPECT_FALSE(chat->operational);
+  auto health = match_route("GET", "/health");
+  ASSERT_TRUE(health.ok());
+  EXPECT_TRUE(health->operational);
+  auto model = match_route("GET", "/v1/models/org%2Fname");
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->endpoint, Endpoint::model);
+  EXPECT_EQ(model->path_parameter, "org/name");
+  EXPECT_EQ(match_route("GET", "/v1/models/")->endpoint, Endpoint::models);
+  EXPECT_EQ(endpoint_label(Endpoint::model), "/v1/models/{id}");
+}
+
+TEST(RoutesTest, NotFoundAndMethodNotAllowed) {
+  EXPECT_EQ(match_route("GET", "/v2/things").error().status, 404);
+  const auto wrong = match_route("GET", "/v1/completions");
+  EXPECT_EQ(wrong.error().status, 405);
+  EXPECT_EQ(wrong.error().code, "method_not_allowed");
+}
+
+TEST(ApiKeysTest, BearerInConstantTime) {
+  const ApiKeys keys({"alpha", "beta"});
+  EXPECT_TRUE(keys.allows("Bearer alpha"));
+  EXPECT_TRUE(keys.allows("bearer beta"));
+  EXPECT_FALSE(keys.allows("Bearer alph"));
+  EXPECT_FALSE(keys.allows("Bearer alphaa"));
+  EXPECT_FALSE(keys.allows("alpha"));
+  EXPECT_FALSE(keys.allows(""));
+  EXPECT_TRUE(ApiKeys({}).allows(""));
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(constant_time_equal("abc", "ab"));
+}
+
+}  // namespace
+}  // namespace tern::service
