@@ -65,7 +65,7 @@ Status add_bpe_model(const GgufFile& gguf, TokenizerParts& parts) {
 }
 
 void add_spm_model(const GgufFile& gguf, TokenizerParts& parts) {
-  parts.spm.emplace(parts.unk_id);
+  parts.spm.emplace(parts.vocab, parts.unk_id);
   // llama.cpp hands raw bytes to SPM: invalid UTF-8 becomes byte tokens, not U+FFFD.
   parts.sanitize_input = false;
   const bool add_space_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix").value_or(true);

@@ -23,8 +23,33 @@ std::uint32_t announced_length(unsigned char lead) {
 
 }  // namespace
 
+SpmModel::SpmModel(const Vocab& vocab, std::optional<std::int32_t> unk_id) : unk_id_(unk_id) {
+  boundary_.fill(true);
+  for (std::int32_t id = 0; id < vocab.size(); ++id) {
+    const std::string_view text = vocab.text(id);
+    if (text.size() < 2) continue;
+    for (char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < boundary_.size()) boundary_[byte] = false;
+    }
+  }
+}
+
 void SpmModel::encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
                       std::vector<std::int32_t>& out) const {
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= boundary_.size() || !boundary_[byte]) continue;
+    encode_piece(vocab, text.substr(begin, i - begin), scratch, out);
+    encode_piece(vocab, text.substr(i, 1), scratch, out);
+    begin = i + 1;
+  }
+  encode_piece(vocab, text.substr(begin), scratch, out);
+}
+
+void SpmModel::encode_piece(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
+                            std::vector<std::int32_t>& out) const {
   if (text.empty()) return;
   auto& symbols = scratch.symbols;
   auto& heap = scratch.heap;

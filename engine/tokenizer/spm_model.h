@@ -3,6 +3,7 @@
 // SentencePiece-style BPE over a scored vocabulary, as llama.cpp's llm_tokenizer_spm does it for
 // GGUF "llama" vocabularies: merge the neighbouring pair whose concatenation is the
 // highest-scoring token, leftmost first; characters no token covers become <0xXX> byte tokens.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -31,14 +32,21 @@ struct SpmScratch {
 
 class SpmModel {
  public:
-  explicit SpmModel(std::optional<std::int32_t> unk_id) : unk_id_(unk_id) {}
+  SpmModel(const Vocab& vocab, std::optional<std::int32_t> unk_id);
   // `text` is already escaped (spaces are U+2581). Invalid UTF-8 is fine: stray bytes become
   // byte tokens.
   void encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
               std::vector<std::int32_t>& out) const;
 
  private:
+  void encode_piece(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
+                    std::vector<std::int32_t>& out) const;
+
   std::optional<std::int32_t> unk_id_;
+  // ASCII bytes that no multi-byte token contains. No merge can cross one, so the text splits
+  // there into pieces that encode independently with the same result, and the merge queue
+  // stays small enough for the cache on long texts.
+  std::array<bool, 128> boundary_{};
 };
 
 }  // namespace tern::engine
