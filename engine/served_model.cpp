@@ -1,0 +1,104 @@
+#include "engine/served_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/tensor_type.h"
+
+namespace tern::engine {
+
+ServedModel::ServedModel() = default;
+
+ServedModel::~ServedModel() {
+  if (engine) engine->stop(Engine::StopMode::cancel);
+  engine.reset();
+  backend.reset();
+}
+
+namespace {
+
+std::string describe(const ModelSpec& spec, std::string_view reason) {
+  return fmt::format("model '{}' ({}): {}", spec.name, spec.path, reason);
+}
+
+// The KV budget: the operator's bytes, but no more than every sequence at full context needs,
+// so a small model does not reserve a gigabyte it can never use.
+std::uint64_t kv_budget(const ModelSpec& spec, const Backend& backend, std::int32_t context) {
+  const std::uint64_t block_bytes = backend.kv_block_bytes(spec.kv_cache_type, spec.block_size);
+  const auto blocks_per_sequence =
+      static_cast<std::uint64_t>((context + spec.block_size - 1) / spec.block_size);
+  const std::uint64_t full =
+      block_bytes * blocks_per_sequence * static_cast<std::uint64_t>(spec.max_num_seqs);
+  return std::min(spec.kv_cache_bytes, full);
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
+                                                         kernels::ThreadPool& pool) {
+  if (spec.max_num_seqs < 1 || spec.max_num_batched_tokens < 1 || spec.block_size < 1) {
+    return Error{describe(spec, "max_num_seqs, max_num_batched_tokens and block_size must be > 0")};
+  }
+  auto served = std::make_unique<ServedModel>();
+  served->spec = spec;
+  auto weights = load_model(spec.path);
+  if (!weights) return Error{describe(spec, weights.error().message)};
+  served->weights.emplace(std::move(*weights));
+  const ModelConfig& config = served->weights->config();
+
+  auto tokenizer = served->weights->gguf() != nullptr
+                       ? Tokenizer::from_gguf(*served->weights->gguf())
+                       : Tokenizer::load(spec.path);
+  if (!tokenizer) return Error{describe(spec, tokenizer.error().message)};
+  served->tokenizer = std::move(*tokenizer);
+  auto chat_template = ModelChatTemplate::load(*served->tokenizer, spec.chat_template);
+  if (!chat_template) return Error{describe(spec, chat_template.error().message)};
+  served->chat_template.emplace(std::move(*chat_template));
+
+  if (spec.max_model_len > config.context_length) {
+    return Error{describe(spec, fmt::format("max_model_len {} exceeds the model's context of {}",
+                                            spec.max_model_len, config.context_length))};
+  }
+  served->context_length = spec.max_model_len > 0 ? spec.max_model_len : config.context_length;
+
+  CpuBackendOptions backend_options;
+  // The engine never runs more sequences in one pass than it may hold running.
+  backend_options.max_sequences = spec.max_num_seqs;
+  backend_options.max_batch_tokens = std::max(spec.max_num_batched_tokens, spec.max_num_seqs);
+  backend_options.max_context = served->context_length;
+  auto backend = CpuBackend::create(*served->weights, pool, backend_options);
+  if (!backend) return Error{describe(spec, backend.error().message)};
+  served->backend = std::move(*backend);
+
+  EngineOptions options;
+  options.context_length = served->context_length;
+  options.eos_token_ids.assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
+  options.kv_cache_type = spec.kv_cache_type;
+  options.block_size = spec.block_size;
+  options.kv_cache_bytes = kv_budget(spec, *served->backend, served->context_length);
+  options.enable_prefix_caching = spec.enable_prefix_caching;
+  options.scheduler.max_num_seqs = spec.max_num_seqs;
+  options.scheduler.max_num_batched_tokens = spec.max_num_batched_tokens;
+  options.scheduler.max_waiting = spec.max_waiting_requests;
+  options.submit_queue_capacity =
+      std::max<std::size_t>(options.submit_queue_capacity,
+                            static_cast<std::size_t>(spec.max_waiting_requests) + 16);
+  auto engine = Engine::create(*served->backend, served->tokenizer.get(), options);
+  if (!engine) return Error{describe(spec, engine.error().message)};
+  served->engine = std::move(*engine);
+
+  const auto layers = served->weights->layers();
+  served->quantization =
+      std::string(kernels::tensor_type_name(layers.empty() ? served->weights->token_embedding().type
+                                                           : layers.front().wq.type));
+  served->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return served;
+}
+
+}  // namespace tern::engine

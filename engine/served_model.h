@@ -1,0 +1,83 @@
+#pragma once
+
+// One model ready to serve: its weights, tokenizer, chat template, CPU backend and engine, and
+// the operator's settings for it. The registry holds one per configured model.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/chat/model_chat_template.h"
+#include "engine/engine.h"
+#include "engine/expected.h"
+#include "engine/model/model_weights.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace tern::kernels {
+class ThreadPool;
+}
+
+namespace tern::engine {
+
+class CpuBackend;
+
+// Per-model sampling defaults from the operator; unset falls back to the model's own
+// generation defaults, then the engine's.
+struct ModelSamplingDefaults {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int> top_k;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<int> max_tokens;
+  std::optional<std::uint64_t> seed;
+};
+
+// What to load and how to serve it; independent of the YAML config, so the engine needs no
+// service types.
+struct ModelSpec {
+  std::string name;
+  std::string path;
+  std::vector<std::string> aliases;
+  int threads = 0;        // compute threads wanted; the shared pool takes the largest ask
+  int max_model_len = 0;  // 0: the model's own context length
+  int max_num_seqs = 64;
+  int max_num_batched_tokens = 2048;
+  int max_waiting_requests = 1024;
+  std::uint64_t kv_cache_bytes = 1ull << 30;
+  int block_size = 16;
+  KvCacheType kv_cache_type = KvCacheType::f16;
+  bool enable_prefix_caching = true;
+  std::string chat_template;  // a Jinja file replacing the model's own; empty for none
+  bool required = false;      // a failed load fails the whole registry
+  std::string note;           // shown to clients, e.g. that a demo model's text is random
+  ModelSamplingDefaults sampling;
+};
+
+// Never moves once built: the backend and the engine point into the weights and tokenizer.
+struct ServedModel {
+  ModelSpec spec;
+  std::optional<ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<ModelChatTemplate> chat_template;
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Engine> engine;
+  std::int32_t context_length = 0;  // what one request may use: prompt + max_tokens
+  std::string quantization;         // the main weights' type as llama.cpp names it, e.g. Q8_0
+  std::int64_t loaded_at = 0;       // Unix seconds
+
+  ServedModel();
+  ~ServedModel();  // the engine stops before the backend it runs on goes away
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+};
+
+// Loads one model onto `pool`, which must outlive it. The error names the path and the reason.
+Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
+                                                         kernels::ThreadPool& pool);
+
+}  // namespace tern::engine
