@@ -13,12 +13,13 @@ struct Error {
   std::string message;
 };
 
-// The C++20 stand-in for std::expected<T, Error>.
-template <typename T>
+// The C++20 stand-in for std::expected<T, E>. E is Error everywhere but at the HTTP edge, which
+// carries OpenAI's richer error (service/openai/api_error.h).
+template <typename T, typename E = Error>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}
-  Expected(Error error) : state_(std::move(error)) {}
+  Expected(E error) : state_(std::move(error)) {}
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -40,13 +41,13 @@ class [[nodiscard]] Expected {
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
 
-  const Error& error() const {
+  const E& error() const {
     assert(!ok());
     return std::get<1>(state_);
   }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 // For operations that return nothing on success.

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/half_float.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quant.h"
 
@@ -52,12 +52,12 @@ float f32_at(const std::byte* w, std::int64_t k) {
 float f16_at(const std::byte* w, std::int64_t k) {
   std::uint16_t bits;
   std::memcpy(&bits, w + k * 2, 2);
-  return half_to_float(bits);
+  return f16_to_f32(bits);
 }
 float bf16_at(const std::byte* w, std::int64_t k) {
   std::uint16_t bits;
   std::memcpy(&bits, w + k * 2, 2);
-  return bf16_to_float(bits);
+  return bf16_to_f32(bits);
 }
 
 void q8_0_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
@@ -69,7 +69,7 @@ void q8_0_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_
     for (std::int64_t b = 0; b < blocks; ++b) {
       int sum = 0;
       for (int i = 0; i < 32; ++i) sum += w[b].qs[i] * x[b].qs[i];
-      acc = std::fma(static_cast<float>(sum), half_to_float(w[b].d) * x[b].d, acc);
+      acc = std::fma(static_cast<float>(sum), f16_to_f32(w[b].d) * x[b].d, acc);
     }
     return acc;
   });
@@ -87,7 +87,7 @@ void q4_0_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_
         sum += ((w[b].qs[i] & 0x0F) - 8) * x[b].qs[i];
         sum += ((w[b].qs[i] >> 4) - 8) * x[b].qs[i + 16];
       }
-      acc = std::fma(static_cast<float>(sum), half_to_float(w[b].d) * x[b].d, acc);
+      acc = std::fma(static_cast<float>(sum), f16_to_f32(w[b].d) * x[b].d, acc);
     }
     return acc;
   });
@@ -112,8 +112,8 @@ void q4_k_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_
         sum += scale * block_sum;
         min_sum += min * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
       }
-      acc = std::fma(static_cast<float>(sum), half_to_float(w[b].d) * x[b].d, acc);
-      acc = std::fma(static_cast<float>(min_sum), -(half_to_float(w[b].dmin) * x[b].d), acc);
+      acc = std::fma(static_cast<float>(sum), f16_to_f32(w[b].d) * x[b].d, acc);
+      acc = std::fma(static_cast<float>(min_sum), -(f16_to_f32(w[b].dmin) * x[b].d), acc);
     }
     return acc;
   });
@@ -138,7 +138,7 @@ void q6_k_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_
         }
         sum += w[b].scales[j] * block_sum;
       }
-      acc = std::fma(static_cast<float>(sum), half_to_float(w[b].d) * x[b].d, acc);
+      acc = std::fma(static_cast<float>(sum), f16_to_f32(w[b].d) * x[b].d, acc);
     }
     return acc;
   });

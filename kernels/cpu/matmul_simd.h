@@ -35,7 +35,7 @@ struct VnniDot {
 };
 #endif
 
-// Not half_float.h: its inline functions have external linkage, and a copy compiled here could be
+// Not half.h: its inline functions have external linkage, and a copy compiled here could be
 // the one the linker keeps for baseline callers. F16C converts exactly, with the same results.
 inline float simd_half_to_float(std::uint16_t bits) {
   return _cvtsh_ss(bits);

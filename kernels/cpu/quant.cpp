@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/half_float.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace tern::kernels {
@@ -36,14 +36,14 @@ float signed_max_abs(const float* x, int n) {
 
 void dequantize_q8_0(const BlockQ8_0* blocks, float* y, std::int64_t count) {
   for (std::int64_t b = 0; b < count; ++b) {
-    const float d = half_to_float(blocks[b].d);
+    const float d = f16_to_f32(blocks[b].d);
     for (int i = 0; i < 32; ++i) y[b * 32 + i] = static_cast<float>(blocks[b].qs[i]) * d;
   }
 }
 
 void dequantize_q4_0(const BlockQ4_0* blocks, float* y, std::int64_t count) {
   for (std::int64_t b = 0; b < count; ++b) {
-    const float d = half_to_float(blocks[b].d);
+    const float d = f16_to_f32(blocks[b].d);
     for (int i = 0; i < 16; ++i) {
       y[b * 32 + i] = static_cast<float>((blocks[b].qs[i] & 0x0F) - 8) * d;
       y[b * 32 + i + 16] = static_cast<float>((blocks[b].qs[i] >> 4) - 8) * d;
@@ -54,8 +54,8 @@ void dequantize_q4_0(const BlockQ4_0* blocks, float* y, std::int64_t count) {
 void dequantize_q4_k(const BlockQ4K* blocks, float* y, std::int64_t count) {
   for (std::int64_t b = 0; b < count; ++b) {
     const BlockQ4K& block = blocks[b];
-    const float d = half_to_float(block.d);
-    const float dmin = half_to_float(block.dmin);
+    const float d = f16_to_f32(block.d);
+    const float dmin = f16_to_f32(block.dmin);
     float* out = y + b * 256;
     for (int c = 0; c < 4; ++c) {
       int scale_lo = 0, min_lo = 0, scale_hi = 0, min_hi = 0;
@@ -84,7 +84,7 @@ int q6_k_quant(const BlockQ6K& block, int e) {
 void dequantize_q6_k(const BlockQ6K* blocks, float* y, std::int64_t count) {
   for (std::int64_t b = 0; b < count; ++b) {
     const BlockQ6K& block = blocks[b];
-    const float d = half_to_float(block.d);
+    const float d = f16_to_f32(block.d);
     for (int e = 0; e < 256; ++e) {
       const float scale = d * static_cast<float>(block.scales[e / 16]);
       y[b * 256 + e] = scale * static_cast<float>(q6_k_quant(block, e) - 32);
@@ -104,7 +104,7 @@ void quantize_q8_0(const float* x, BlockQ8_0* blocks, std::int64_t count) {
     const float* v = x + b * 32;
     const float d = max_abs(v, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    blocks[b].d = float_to_half(d);
+    blocks[b].d = f32_to_f16(d);
     for (int i = 0; i < 32; ++i)
       blocks[b].qs[i] = static_cast<std::int8_t>(round_to_int(v[i] * id));
   }
@@ -116,7 +116,7 @@ void quantize_q4_0(const float* x, BlockQ4_0* blocks, std::int64_t count) {
     // The extreme value maps to -8, the end of the range with the extra step.
     const float d = signed_max_abs(v, 32) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    blocks[b].d = float_to_half(d);
+    blocks[b].d = f32_to_f16(d);
     for (int i = 0; i < 16; ++i) {
       const int lo = std::clamp(round_to_int(v[i] * id) + 8, 0, 15);
       const int hi = std::clamp(round_to_int(v[i + 16] * id) + 8, 0, 15);
@@ -140,10 +140,10 @@ void quantize_q4_k(const float* x, BlockQ4K* blocks, std::int64_t count) {
       scales[j] = (hi - lo) / 15.0f;
       mins[j] = -lo;
     }
-    const float d = half_to_float(float_to_half(*std::max_element(scales, scales + 8) / 63.0f));
-    const float dmin = half_to_float(float_to_half(*std::max_element(mins, mins + 8) / 63.0f));
-    block.d = float_to_half(d);
-    block.dmin = float_to_half(dmin);
+    const float d = f16_to_f32(f32_to_f16(*std::max_element(scales, scales + 8) / 63.0f));
+    const float dmin = f16_to_f32(f32_to_f16(*std::max_element(mins, mins + 8) / 63.0f));
+    block.d = f32_to_f16(d);
+    block.dmin = f32_to_f16(dmin);
     int scale_q[8], min_q[8];
     for (int j = 0; j < 8; ++j) {
       // Round the scale up so the sub-block's range still fits in 15 steps.
@@ -183,8 +183,8 @@ void quantize_q6_k(const float* x, BlockQ6K* blocks, std::int64_t count) {
       scales[j] = signed_max_abs(v + 16 * j, 16) / -32.0f;
       max_scale = std::max(max_scale, std::fabs(scales[j]));
     }
-    const float d = half_to_float(float_to_half(max_scale / 127.0f));
-    block.d = float_to_half(d);
+    const float d = f16_to_f32(f32_to_f16(max_scale / 127.0f));
+    block.d = f32_to_f16(d);
     std::memset(block.ql, 0, sizeof(block.ql));
     std::memset(block.qh, 0, sizeof(block.qh));
     for (int j = 0; j < 16; ++j) {
@@ -234,12 +234,12 @@ void dequantize_row(TensorType type, const void* src, float* dst, std::int64_t n
       return;
     case TensorType::f16:
       for (std::int64_t i = 0; i < n; ++i) {
-        dst[i] = half_to_float(static_cast<const std::uint16_t*>(src)[i]);
+        dst[i] = f16_to_f32(static_cast<const std::uint16_t*>(src)[i]);
       }
       return;
     case TensorType::bf16:
       for (std::int64_t i = 0; i < n; ++i) {
-        dst[i] = bf16_to_float(static_cast<const std::uint16_t*>(src)[i]);
+        dst[i] = bf16_to_f32(static_cast<const std::uint16_t*>(src)[i]);
       }
       return;
     case TensorType::q8_0:
@@ -267,11 +267,11 @@ bool quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) 
       return true;
     case TensorType::f16:
       for (std::int64_t i = 0; i < n; ++i)
-        static_cast<std::uint16_t*>(dst)[i] = float_to_half(src[i]);
+        static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
       return true;
     case TensorType::bf16:
       for (std::int64_t i = 0; i < n; ++i)
-        static_cast<std::uint16_t*>(dst)[i] = float_to_bf16(src[i]);
+        static_cast<std::uint16_t*>(dst)[i] = f32_to_bf16(src[i]);
       return true;
     case TensorType::q8_0:
       quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), count);

@@ -5,7 +5,7 @@
 namespace tern::kernels {
 
 // GGML's block layouts, byte for byte, so GGUF weights are used in place. Scales are IEEE halves
-// stored as raw bits (see half_float.h).
+// stored as raw bits (see half.h).
 
 inline constexpr int kQ8_0Block = 32;
 inline constexpr int kQ4_0Block = 32;

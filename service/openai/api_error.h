@@ -7,6 +7,8 @@
 #include <utility>
 #include <variant>
 
+#include "engine/expected.h"
+
 namespace tern::service::openai {
 
 // A client-facing failure: the HTTP status plus OpenAI's error body
@@ -38,36 +40,6 @@ std::string encode_error(const ApiError& error);
 
 // A value or an ApiError, never an exception.
 template <typename T>
-class [[nodiscard]] ApiResult {
- public:
-  ApiResult(T value) : state_(std::move(value)) {}
-  ApiResult(ApiError error) : state_(std::move(error)) {}
-
-  bool ok() const { return state_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-  T& value() & {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  const T& value() const& {
-    assert(ok());
-    return std::get<0>(state_);
-  }
-  T&& value() && {
-    assert(ok());
-    return std::get<0>(std::move(state_));
-  }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  const ApiError& error() const {
-    assert(!ok());
-    return std::get<1>(state_);
-  }
-
- private:
-  std::variant<T, ApiError> state_;
-};
+using ApiResult = Expected<T, ApiError>;
 
 }  // namespace tern::service::openai

@@ -7,32 +7,32 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/half_float.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/quant_blocks.h"
 
 namespace tern::kernels {
 namespace {
 
 TEST(HalfFloat, ConvertsExactlyAndRoundsToNearestEven) {
-  EXPECT_EQ(half_to_float(0x3C00), 1.0f);
-  EXPECT_EQ(half_to_float(0xC000), -2.0f);
-  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);
-  EXPECT_EQ(half_to_float(0x7BFF), 65504.0f);
-  EXPECT_TRUE(std::isinf(half_to_float(0x7C00)));
-  EXPECT_TRUE(std::isnan(half_to_float(0x7E00)));
+  EXPECT_EQ(f16_to_f32(0x3C00), 1.0f);
+  EXPECT_EQ(f16_to_f32(0xC000), -2.0f);
+  EXPECT_EQ(f16_to_f32(0x0001), 0x1p-24f);
+  EXPECT_EQ(f16_to_f32(0x7BFF), 65504.0f);
+  EXPECT_TRUE(std::isinf(f16_to_f32(0x7C00)));
+  EXPECT_TRUE(std::isnan(f16_to_f32(0x7E00)));
   // Every half survives a round trip.
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
     const auto h = static_cast<std::uint16_t>(bits);
     if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue;  // NaN payloads
-    ASSERT_EQ(float_to_half(half_to_float(h)), h) << bits;
+    ASSERT_EQ(f32_to_f16(f16_to_f32(h)), h) << bits;
   }
-  EXPECT_EQ(float_to_half(1.0f + 0x1p-11f), 0x3C00);  // tie goes to even
-  EXPECT_EQ(float_to_half(1.0f + 3 * 0x1p-11f), 0x3C02);
-  EXPECT_EQ(float_to_half(65520.0f), 0x7C00);
-  EXPECT_EQ(float_to_half(0x1p-25f), 0x0000);
-  EXPECT_EQ(float_to_half(0x1.8p-25f), 0x0001);
-  EXPECT_EQ(float_to_bf16(1.0f), 0x3F80);
-  EXPECT_EQ(bf16_to_float(0xC040), -3.0f);
+  EXPECT_EQ(f32_to_f16(1.0f + 0x1p-11f), 0x3C00);  // tie goes to even
+  EXPECT_EQ(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3C02);
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7C00);
+  EXPECT_EQ(f32_to_f16(0x1p-25f), 0x0000);
+  EXPECT_EQ(f32_to_f16(0x1.8p-25f), 0x0001);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(bf16_to_f32(0xC040), -3.0f);
 }
 
 TEST(Quant, DecodesHandBuiltQ8_0AndQ4_0Blocks) {
