@@ -4,7 +4,15 @@ BUILD_TYPE ?= Release
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: test build configure setup format clean sanitize asan tsan
+.PHONY: run test build configure setup format clean sanitize asan tsan
+
+# `make run` serves the demo model (random weights, written to models/demo.gguf on first use);
+# `make run MODEL=/path/model.gguf` serves that model. Either way on http://0.0.0.0:$(PORT).
+MODEL ?= demo
+PORT ?= 8000
+run: configure
+	cmake --build $(BUILD_DIR) --target tern
+	$(BUILD_DIR)/tools/tern/tern serve --model '$(MODEL)' --port $(PORT)
 
 # Everything: the sanitizer runs below, then the Release build's whole CTest suite.
 test: build sanitize
@@ -13,7 +21,7 @@ test: build sanitize
 # The parsers and loaders under ASan+UBSan on hostile input (fuzz and robustness tests), and the
 # cross-thread pieces under TSan. Only the test binaries involved are built.
 ASAN_FILTER ?= ModelFuzz*:TokenizerRobustness*:JinjaRobustness*:GgufFile*:Safetensors*
-TSAN_FILTER ?= MpscQueue*:SpscChannel*:ThreadPool*:Engine*
+TSAN_FILTER ?= MpscQueue*:SpscChannel*:ThreadPool*:EngineBehaviour*
 sanitize: asan tsan
 
 asan: setup
@@ -24,9 +32,10 @@ asan: setup
 
 tsan: setup
 	@test -f build-tsan/build.ninja || cmake --preset tsan >/dev/null
-	cmake --build build-tsan --target tern_engine_tests tern_kernels_tests
-	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tern_engine_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
-	TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tern_kernels_tests --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1
+	cmake --build build-tsan --target tern_engine_tests tern_kernels_tests tern_engine_integration_tests
+	for binary in tern_engine_tests tern_kernels_tests tern_engine_integration_tests; do \
+	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/$$binary --gtest_filter='$(TSAN_FILTER)' --gtest_brief=1 || exit 1; \
+	done
 
 build: configure
 	cmake --build $(BUILD_DIR)

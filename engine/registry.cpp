@@ -53,8 +53,8 @@ void ModelRegistry::load(std::size_t index) {
     const ModelConfig& config = model.weights->config();
     spdlog::info("model '{}' loaded in {:.2f} s: {}, {} layers, {}, context {}, {} KV blocks{}{}",
                  spec.name, seconds, config.architecture, config.n_layers, model.quantization,
-                 model.context_length, model.engine->num_kv_blocks(),
-                 spec.note.empty() ? "" : "; ", spec.note);
+                 model.context_length, model.engine->num_kv_blocks(), spec.note.empty() ? "" : "; ",
+                 spec.note);
     slot.model = std::move(*served);
     slot.state.store(SlotState::loaded, std::memory_order_release);
   } else {
@@ -115,6 +115,13 @@ const ServedModel* ModelRegistry::find(std::string_view name) const {
     }
   }
   return nullptr;
+}
+
+bool ModelRegistry::is_configured(std::string_view name) const {
+  return std::any_of(specs_.begin(), specs_.end(), [&](const ModelSpec& spec) {
+    return spec.name == name ||
+           std::find(spec.aliases.begin(), spec.aliases.end(), name) != spec.aliases.end();
+  });
 }
 
 std::vector<const ServedModel*> ModelRegistry::loaded() const {

@@ -44,6 +44,8 @@ class ModelRegistry {
   // By name or alias; empty picks the first configured model that loaded. nullptr while that
   // model loads, when it failed, or when nothing has the name.
   const ServedModel* find(std::string_view name) const;
+  // Whether `name` is a configured model's name or alias, loaded or not.
+  bool is_configured(std::string_view name) const;
   // Every loaded model, in configuration order.
   std::vector<const ServedModel*> loaded() const;
   const std::vector<ModelSpec>& specs() const { return specs_; }

@@ -84,17 +84,15 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   options.scheduler.max_num_seqs = spec.max_num_seqs;
   options.scheduler.max_num_batched_tokens = spec.max_num_batched_tokens;
   options.scheduler.max_waiting = spec.max_waiting_requests;
-  options.submit_queue_capacity =
-      std::max<std::size_t>(options.submit_queue_capacity,
-                            static_cast<std::size_t>(spec.max_waiting_requests) + 16);
+  options.submit_queue_capacity = std::max<std::size_t>(
+      options.submit_queue_capacity, static_cast<std::size_t>(spec.max_waiting_requests) + 16);
   auto engine = Engine::create(*served->backend, served->tokenizer.get(), options);
   if (!engine) return Error{describe(spec, engine.error().message)};
   served->engine = std::move(*engine);
 
   const auto layers = served->weights->layers();
-  served->quantization =
-      std::string(kernels::tensor_type_name(layers.empty() ? served->weights->token_embedding().type
-                                                           : layers.front().wq.type));
+  served->quantization = std::string(kernels::tensor_type_name(
+      layers.empty() ? served->weights->token_embedding().type : layers.front().wq.type));
   served->loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

@@ -285,3 +285,49 @@ TEST(Cli, ChatTemplateErrorsNameTheContextFile) {
 }
 
 }  // namespace
+
+TEST_F(CliConfigFile, ServeWithBadConfigExitsTwoWithTheError) {
+  const std::string path = write("models:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n");
+  const CommandResult result = run(fmt::format("serve --config '{}' --port 0", path));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_EQ(result.output.rfind(path + ":", 0), 0u) << result.output;
+  EXPECT_NE(result.output.find("max_num_seqs"), std::string::npos) << result.output;
+}
+
+TEST_F(CliConfigFile, ServeExitsOneWhenARequiredModelFails) {
+  const std::string path = write(
+      "server:\n  host: 127.0.0.1\n  port: 0\nmodels:\n  - name: gone\n    path: "
+      "/nonexistent/model.gguf\n    required: true\n");
+  const CommandResult result = run(fmt::format("serve --config '{}'", path));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("tern serve: model 'gone' (/nonexistent/model.gguf)"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST(Cli, ServeModelAndConfigAreExclusive) {
+  EXPECT_EQ(run("serve --model a.gguf --config b.yaml").exit_code, 2);
+  EXPECT_EQ(run("serve --name x --config b.yaml").exit_code, 2);
+  EXPECT_EQ(run("serve --model /nonexistent/model.gguf --host 127.0.0.1 --port 0").exit_code, 1);
+}
+
+TEST(Cli, MakeDemoIsDeterministic) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto first = dir / fmt::format("tern-demo-{}-a.gguf", ::getpid());
+  const auto second = dir / fmt::format("tern-demo-{}-b.gguf", ::getpid());
+  ASSERT_EQ(run(fmt::format("make-demo '{}'", first.string())).exit_code, 0);
+  ASSERT_EQ(run(fmt::format("make-demo '{}'", second.string())).exit_code, 0);
+  auto bytes = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string a = bytes(first);
+  EXPECT_GT(a.size(), 1u << 20);
+  EXPECT_LT(a.size(), 8u << 20);
+  EXPECT_EQ(a, bytes(second));
+  const CommandResult generated =
+      run(fmt::format("generate --model '{}' --prompt 'Hello' -n 8 --temp 0", first.string()));
+  EXPECT_EQ(generated.exit_code, 0) << generated.output;
+  std::filesystem::remove(first);
+  std::filesystem::remove(second);
+}

@@ -1,22 +1,79 @@
 #include <array>
+#include <filesystem>
+#include <optional>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "engine/model/demo_model.h"
+#include "engine/registry.h"
 #include "service/config.h"
+#include "service/engine_model_service.h"
+#include "service/logging.h"
+#include "service/model_spec.h"
+#include "service/server.h"
+#include "service/service_metrics.h"
 #include "tools/tern/arguments.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 3> kOptions{{
-    {"config", true, "YAML file that lists the server settings and the models to serve"},
+constexpr std::array<OptionSpec, 7> kOptions{{
+    {"config", true, "YAML file that lists the server settings and the models to serve", 'c'},
+    {"model", true,
+     "serve one model: a .gguf file or a Hugging Face directory; 'demo' serves the random demo "
+     "model (models/demo.gguf, written on first use)",
+     'm'},
+    {"name", true, "with --model: the name clients send as `model` (default: the file's name)"},
+    {"host", true, "listen address (overrides the config; default 0.0.0.0)"},
+    {"port", true, "listen port (overrides the config; default 8000; 0 picks a free one)", 'p'},
     {"check", false, "validate the config, print the effective config and exit"},
-    {"help", false, "print this help"},
+    {"help", false, "print this help", 'h'},
 }};
 
-constexpr std::string_view kUsage = "usage: tern serve --config FILE [--check]\n";
+constexpr std::string_view kUsage =
+    "usage: tern serve --config FILE [--host H] [--port P] [--check]\n"
+    "       tern serve --model PATH [--name N] [--host H] [--port P]\n";
+
+constexpr std::string_view kDemoPath = "models/demo.gguf";
+
+int usage_error(std::string_view message) {
+  fmt::print(stderr, "tern serve: {}\n{}", message, kUsage);
+  return kExitUsage;
+}
+
+// The model's name when --name is absent: the file's name without .gguf, or the directory's.
+std::string default_name(const std::string& path) {
+  std::filesystem::path model(path);
+  if (!model.has_filename()) model = model.parent_path();
+  return model.extension() == ".gguf" ? model.stem().string() : model.filename().string();
+}
+
+// --model PATH as a one-model config. The model is required: a single-model server that
+// cannot load it has nothing to serve.
+Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) {
+  service::Config config;
+  service::ModelConfig model;
+  model.path = *parsed.value("model");
+  demo = model.path == "demo";
+  if (demo) {
+    model.path = std::string(kDemoPath);
+    if (!std::filesystem::exists(model.path)) {
+      spdlog::info("writing the demo model to {}", model.path);
+      if (Status written = engine::write_demo_model(model.path); !written) {
+        return Error{written.message()};
+      }
+    }
+  }
+  model.name = parsed.value("name").value_or(demo ? "demo" : default_name(model.path));
+  if (model.name.empty()) return Error{"--name must not be empty"};
+  model.required = true;
+  config.models.push_back(std::move(model));
+  return config;
+}
 
 }  // namespace
 
@@ -31,22 +88,82 @@ int command_serve(std::span<char* const> args) {
     fmt::print("{}{}", kUsage, describe_options(kOptions));
     return 0;
   }
-  const auto config_path = parsed->value("config");
-  if (!config_path) {
-    fmt::print(stderr, "tern serve: --config FILE is required\n");
-    return kExitUsage;
+  if (parsed->has("config") == parsed->has("model")) {
+    return usage_error("give exactly one of --config FILE and --model PATH");
   }
-  const auto config = service::load_config_file(*config_path);
+  if (parsed->has("name") && !parsed->has("model")) return usage_error("--name needs --model");
+  bool demo = false;
+  auto config = parsed->has("config") ? service::load_config_file(*parsed->value("config"))
+                                      : one_model_config(*parsed, demo);
   if (!config) {
     fmt::print(stderr, "{}\n", config.error().message);
     return kExitUsage;
+  }
+  if (const auto host = parsed->value("host")) config->server.host = *host;
+  if (parsed->has("port")) {
+    const auto port = parsed->integer("port", config->server.port);
+    if (!port || *port < 0 || *port > 65535) return usage_error("--port must be in 0..65535");
+    config->server.port = static_cast<int>(*port);
   }
   if (parsed->has("check")) {
     fmt::print("{}", service::dump_config(*config));
     return 0;
   }
-  fmt::print(stderr, "tern serve: the HTTP server is not built yet; only --check is available\n");
-  return kExitUsage;
+  if (Status logging = service::configure_logging(config->logging); !logging.ok()) {
+    fmt::print(stderr, "tern serve: {}\n", logging.message());
+    return kExitUsage;
+  }
+
+  std::vector<engine::ModelSpec> specs;
+  for (const service::ModelConfig& model : config->models) {
+    if (model.backend != "cpu") {
+      spdlog::warn("model '{}': backend {} is not available in tern serve yet; using the CPU",
+                   model.name, model.backend);
+    }
+    specs.push_back(service::to_model_spec(model));
+  }
+  if (demo) {
+    specs.front().note = std::string(engine::kDemoModelNote);
+    spdlog::warn("serving the demo model: its weights are random, so its text is random");
+  }
+
+  // The server answers /health at once and /ready with 503 until the models have loaded.
+  engine::ModelRegistry registry(std::move(specs));
+  service::EngineModelService models(registry);
+  service::ServiceMetrics metrics;
+  service::Server server(config->server, models, metrics);
+  if (Status started = server.start(); !started.ok()) {
+    fmt::print(stderr, "tern serve: {}\n", started.message());
+    return kExitFailure;
+  }
+  std::optional<Status> load_result;
+  std::thread loading([&] {
+    Status loaded = registry.wait_until_loaded();
+    if (loaded.ok()) {
+      spdlog::info("ready: {} of {} models loaded, {} compute threads", registry.loaded().size(),
+                   registry.specs().size(), registry.compute_threads());
+    } else if (!registry.ready()) {
+      bool required_failed = false;
+      for (const engine::ModelSpec& spec : registry.specs()) {
+        required_failed = required_failed || (spec.required && !registry.find(spec.name));
+      }
+      if (required_failed) {
+        load_result = std::move(loaded);
+        server.stop();
+        return;
+      }
+      spdlog::error("{}; the server stays up but is not ready", loaded.message());
+    }
+  });
+  server.run();
+  loading.join();
+  registry.stop(engine::Engine::StopMode::cancel);
+  if (load_result) {
+    fmt::print(stderr, "tern serve: {}\n", load_result->message());
+    return kExitFailure;
+  }
+  spdlog::info("stopped");
+  return 0;
 }
 
 TERN_SUBCOMMAND("serve", "serve models over the OpenAI-compatible HTTP API", command_serve);

@@ -1,0 +1,134 @@
+#include "service/chat_prompt.h"
+
+#include <fmt/format.h>
+
+#include "engine/chat/value_json.h"
+
+namespace tern::service {
+namespace {
+
+using engine::chat::Value;
+using engine::chat::ValueDict;
+using engine::chat::ValueList;
+
+// Templates index tool-call arguments as a mapping (`tool_call.arguments | items`), so a JSON
+// string is parsed into an object, as vLLM does before rendering.
+Value with_parsed_arguments(const Value& call) {
+  if (!call.is_dict()) return call;
+  ValueDict entries;
+  for (const auto& [key, value] : call.as_dict()) {
+    if (key == "function" && value.is_dict()) {
+      ValueDict function;
+      for (const auto& [name, field] : value.as_dict()) {
+        if (name == "arguments" && field.is_string()) {
+          auto parsed = engine::chat::parse_json_value(field.as_string());
+          function.set(name, parsed && parsed->is_dict() ? *parsed : field);
+        } else {
+          function.set(name, field);
+        }
+      }
+      entries.set(key, Value::dict(std::move(function)));
+    } else {
+      entries.set(key, value);
+    }
+  }
+  return Value::dict(std::move(entries));
+}
+
+openai::ApiResult<Value> message_value(const openai::ChatMessage& message, std::size_t index) {
+  ValueDict entries;
+  entries.set("role", Value::string(std::string(openai::role_name(message.role))));
+  entries.set("content", message.content ? Value::string(*message.content) : Value::none());
+  if (!message.name.empty()) entries.set("name", Value::string(message.name));
+  if (!message.tool_calls_json.empty()) {
+    auto calls = engine::chat::parse_json_value(message.tool_calls_json);
+    if (!calls || !calls->is_list()) {
+      return openai::invalid_request(fmt::format("messages[{}].tool_calls", index),
+                                     "tool_calls must be an array");
+    }
+    ValueList parsed;
+    for (const Value& call : calls->as_list()) parsed.push_back(with_parsed_arguments(call));
+    entries.set("tool_calls", Value::list(std::move(parsed)));
+  }
+  if (!message.tool_call_id.empty()) {
+    entries.set("tool_call_id", Value::string(message.tool_call_id));
+  }
+  if (!message.reasoning_content.empty()) {
+    entries.set("reasoning_content", Value::string(message.reasoning_content));
+  }
+  return Value::dict(std::move(entries));
+}
+
+// transformers' continue_final_message: cut the rendering right after the last message's text,
+// so the model continues it instead of starting a new turn.
+openai::ApiResult<std::string> cut_after_final_message(std::string rendered,
+                                                       const openai::ChatMessage& last) {
+  const std::string content = last.content.value_or("");
+  const auto first = content.find_first_not_of(" \t\r\n");
+  const auto end = content.find_last_not_of(" \t\r\n");
+  const std::string stripped =
+      first == std::string::npos ? std::string() : content.substr(first, end - first + 1);
+  const std::size_t at = stripped.empty() ? std::string::npos : rendered.rfind(stripped);
+  if (at == std::string::npos) {
+    return openai::invalid_request(
+        "continue_final_message",
+        "continue_final_message is set but the final message does not appear in the rendered "
+        "chat template");
+  }
+  const std::string left_stripped = first == std::string::npos ? "" : content.substr(first);
+  const bool spacing_kept =
+      rendered.compare(at, left_stripped.size(), left_stripped) == 0 && left_stripped == content;
+  rendered.resize(at + (spacing_kept ? left_stripped.size() : stripped.size()));
+  return rendered;
+}
+
+}  // namespace
+
+openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
+                                                  const ChatPromptInput& input) {
+  const std::vector<openai::ChatMessage>& messages = *input.messages;
+  if (input.add_generation_prompt && input.continue_final_message) {
+    return openai::invalid_request("continue_final_message",
+                                   "continue_final_message and add_generation_prompt cannot both "
+                                   "be true");
+  }
+  if (input.continue_final_message &&
+      (messages.empty() || messages.back().role != openai::ChatRole::assistant)) {
+    return openai::invalid_request("continue_final_message",
+                                   "continue_final_message needs a final assistant message");
+  }
+  ValueDict context;
+  if (!input.chat_template_kwargs.empty()) {
+    auto kwargs = engine::chat::parse_json_value(input.chat_template_kwargs);
+    if (!kwargs || !kwargs->is_dict()) {
+      return openai::invalid_request("chat_template_kwargs",
+                                     "chat_template_kwargs must be an "
+                                     "object");
+    }
+    for (const auto& [key, value] : kwargs->as_dict()) context.set(key, value);
+  }
+  ValueList list;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    auto message = message_value(messages[i], i);
+    if (!message) return message.error();
+    list.push_back(std::move(*message));
+  }
+  context.set("messages", Value::list(std::move(list)));
+  if (!input.tools_json.empty()) {
+    auto tools = engine::chat::parse_json_value(input.tools_json);
+    if (!tools || !tools->is_list()) {
+      return openai::invalid_request("tools", "tools must be an array");
+    }
+    if (!tools->as_list().empty()) context.set("tools", *tools);
+  }
+  context.set("add_generation_prompt", Value::boolean(input.add_generation_prompt));
+  auto rendered = chat_template.render(Value::dict(std::move(context)));
+  if (!rendered) {
+    return openai::invalid_request(
+        "messages", fmt::format("The chat template failed: {}", rendered.error().message));
+  }
+  if (!input.continue_final_message) return std::move(*rendered);
+  return cut_after_final_message(std::move(*rendered), messages.back());
+}
+
+}  // namespace tern::service

@@ -1,0 +1,28 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/chat/model_chat_template.h"
+#include "service/openai/api_error.h"
+#include "service/openai/chat_request.h"
+
+namespace tern::service {
+
+// What a chat template is rendered from, as the OpenAI request carries it.
+struct ChatPromptInput {
+  const std::vector<openai::ChatMessage>* messages = nullptr;
+  std::string_view tools_json;            // compact JSON array; empty when absent
+  std::string_view chat_template_kwargs;  // compact JSON object; empty when absent
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+};
+
+// Renders the conversation as transformers' apply_chat_template does: messages (tool calls with
+// their arguments parsed, as vLLM passes them), tools, add_generation_prompt and the kwargs as
+// top-level variables. A template that raises is the client's fault: 400 with its message.
+openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
+                                                  const ChatPromptInput& input);
+
+}  // namespace tern::service

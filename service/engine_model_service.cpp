@@ -1,0 +1,190 @@
+#include "service/engine_model_service.h"
+
+#include <fmt/format.h>
+
+#include "service/chat_prompt.h"
+#include "service/engine_generation_stream.h"
+#include "service/engine_request_builder.h"
+
+namespace tern::service {
+namespace {
+
+ModelCard card_for(const engine::ServedModel& model, const std::string& id) {
+  ModelCard card;
+  card.id = id;
+  card.root = model.spec.name;
+  card.created = model.loaded_at;
+  card.context_length = model.context_length;
+  card.architecture = model.weights->config().architecture;
+  card.quantization = model.quantization;
+  card.note = model.spec.note;
+  return card;
+}
+
+// Ids that are not in the vocabulary would be silently dropped by decode; say so instead.
+openai::ApiResult<bool> check_ids(const engine::ServedModel& model,
+                                  const std::vector<std::int32_t>& ids, std::string_view param) {
+  const std::int32_t vocab = model.tokenizer->vocab_size();
+  for (const std::int32_t id : ids) {
+    if (id < 0 || id >= vocab) {
+      return openai::invalid_request(
+          std::string(param),
+          fmt::format("Token id {} is outside the model's vocabulary of {}", id, vocab));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+openai::ApiResult<const engine::ServedModel*> EngineModelService::resolve(
+    const std::string& name) const {
+  if (const engine::ServedModel* model = registry_.find(name)) return model;
+  if (!name.empty() && registry_.is_configured(name)) {
+    return openai::service_unavailable(
+        registry_.loading_finished()
+            ? fmt::format("The model '{}' failed to load; see the server log", name)
+            : fmt::format("The model '{}' is still loading", name),
+        registry_.loading_finished() ? 0 : 5);
+  }
+  if (name.empty()) {
+    return openai::service_unavailable(
+        registry_.loading_finished() ? "No model is loaded" : "The models are still loading", 5);
+  }
+  return openai::model_not_found(name);
+}
+
+std::vector<ModelCard> EngineModelService::models() const {
+  std::vector<ModelCard> cards;
+  for (const engine::ServedModel* model : registry_.loaded()) {
+    cards.push_back(card_for(*model, model->spec.name));
+    for (const std::string& alias : model->spec.aliases) cards.push_back(card_for(*model, alias));
+  }
+  return cards;
+}
+
+std::vector<ModelStats> EngineModelService::stats() const {
+  std::vector<ModelStats> stats;
+  for (const engine::ServedModel* model : registry_.loaded()) {
+    const engine::EngineStats engine_stats = model->engine->stats();
+    ModelStats entry;
+    entry.model = model->spec.name;
+    entry.running_requests = engine_stats.running;
+    entry.waiting_requests = engine_stats.waiting;
+    if (engine_stats.kv_blocks > 0) {
+      entry.kv_cache_usage = 1.0 - static_cast<double>(engine_stats.kv_free_blocks) /
+                                       static_cast<double>(engine_stats.kv_blocks);
+    }
+    entry.prefix_cache_hit_rate = engine_stats.prefix_hit_rate;
+    stats.push_back(std::move(entry));
+  }
+  return stats;
+}
+
+openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_chat(
+    const openai::ChatCompletionRequest& request, std::string& model_id) {
+  auto resolved = resolve(request.model);
+  if (!resolved) return resolved.error();
+  const engine::ServedModel& model = **resolved;
+  auto prompt = render_chat_prompt(
+      *model.chat_template,
+      ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
+                      request.add_generation_prompt, request.continue_final_message});
+  if (!prompt) return prompt.error();
+  // The template already wrote BOS and friends; vLLM tokenizes with add_special_tokens=False.
+  std::vector<std::int32_t> ids = model.tokenizer->encode(*prompt, false);
+  const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
+  auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
+  if (!built) return built.error();
+  const int choices = built->n;
+  auto handle = submit_to_engine(model, std::move(*built), shape.prompt_param);
+  if (!handle) return handle.error();
+  model_id = request.model.empty() ? model.spec.name : request.model;
+  std::vector<EngineGenerationStream::Part> parts;
+  parts.push_back({std::move(*handle), 0, choices, {}, false});
+  return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
+      *model.tokenizer, std::move(parts), EngineGenerationStream::Options{request.logprobs}));
+}
+
+openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_completion(
+    const openai::CompletionRequest& request, std::string& model_id) {
+  auto resolved = resolve(request.model);
+  if (!resolved) return resolved.error();
+  const engine::ServedModel& model = **resolved;
+  const RequestShape shape{false, request.logprobs.has_value(), request.logprobs.value_or(0),
+                           "prompt"};
+  // Every prompt is checked before any is queued, so a bad one queues nothing.
+  std::vector<engine::Request> requests;
+  std::vector<std::string> echo_texts;
+  for (const openai::CompletionPrompt& prompt : request.prompts) {
+    std::vector<std::int32_t> ids;
+    if (prompt.is_token_ids) {
+      if (auto valid = check_ids(model, prompt.token_ids, "prompt"); !valid) return valid.error();
+      ids = prompt.token_ids;
+    } else {
+      ids = model.tokenizer->encode(prompt.text, request.add_special_tokens);
+    }
+    if (request.echo) {
+      echo_texts.push_back(prompt.is_token_ids
+                               ? model.tokenizer->decode(ids, request.sampling.skip_special_tokens)
+                               : prompt.text);
+    }
+    auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
+    if (!built) return built.error();
+    requests.push_back(std::move(*built));
+  }
+  std::vector<EngineGenerationStream::Part> parts;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const int choices = requests[i].n;
+    auto handle = submit_to_engine(model, std::move(requests[i]), shape.prompt_param);
+    if (!handle) {
+      for (auto& part : parts) part.handle.cancel();
+      return handle.error();
+    }
+    EngineGenerationStream::Part part{
+        std::move(*handle), static_cast<int>(i) * choices, choices, {}, request.echo};
+    if (request.echo) part.echo_text = std::move(echo_texts[i]);
+    parts.push_back(std::move(part));
+  }
+  model_id = request.model.empty() ? model.spec.name : request.model;
+  return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
+      *model.tokenizer, std::move(parts),
+      EngineGenerationStream::Options{request.logprobs.has_value()}));
+}
+
+openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
+    const openai::TokenizeRequest& request) {
+  auto resolved = resolve(request.model);
+  if (!resolved) return resolved.error();
+  const engine::ServedModel& model = **resolved;
+  std::string text = request.prompt;
+  if (request.is_chat) {
+    auto prompt = render_chat_prompt(
+        *model.chat_template,
+        ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
+                        request.add_generation_prompt, false});
+    if (!prompt) return prompt.error();
+    text = std::move(*prompt);
+  }
+  TokenizeResult result;
+  result.tokens = model.tokenizer->encode(text, request.add_special_tokens);
+  result.max_model_len = model.context_length;
+  if (request.return_token_strs) {
+    result.token_strs.reserve(result.tokens.size());
+    for (const std::int32_t id : result.tokens) {
+      result.token_strs.emplace_back(model.tokenizer->token_text(id));
+    }
+  }
+  return result;
+}
+
+openai::ApiResult<DetokenizeResult> EngineModelService::detokenize(
+    const openai::DetokenizeRequest& request) {
+  auto resolved = resolve(request.model);
+  if (!resolved) return resolved.error();
+  const engine::ServedModel& model = **resolved;
+  if (auto valid = check_ids(model, request.tokens, "tokens"); !valid) return valid.error();
+  return DetokenizeResult{model.tokenizer->decode(request.tokens, false)};
+}
+
+}  // namespace tern::service

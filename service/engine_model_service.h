@@ -1,0 +1,37 @@
+#pragma once
+
+#include <string>
+
+#include "engine/registry.h"
+#include "service/model_service.h"
+
+namespace tern::service {
+
+// The ModelService of a real server: resolves `model` in the registry, renders chat prompts
+// with the model's template, tokenizes, checks the context, builds engine requests with the
+// model's defaults (config, then generation_config.json, then the engine's) and streams the
+// engine's events back. Thread-safe: the registry, templates and tokenizers are read-only, and
+// Engine::submit may be called from any thread.
+class EngineModelService final : public ModelService {
+ public:
+  explicit EngineModelService(engine::ModelRegistry& registry) : registry_(registry) {}
+
+  std::vector<ModelCard> models() const override;
+  std::vector<ModelStats> stats() const override;
+  bool ready() const override { return registry_.ready(); }
+
+  openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
+      const openai::ChatCompletionRequest& request, std::string& model_id) override;
+  openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const openai::CompletionRequest& request, std::string& model_id) override;
+
+  openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) override;
+  openai::ApiResult<DetokenizeResult> detokenize(const openai::DetokenizeRequest& request) override;
+
+ private:
+  openai::ApiResult<const engine::ServedModel*> resolve(const std::string& name) const;
+
+  engine::ModelRegistry& registry_;
+};
+
+}  // namespace tern::service

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/served_model.h"
+#include "service/openai/api_error.h"
+#include "service/openai/sampling_request.h"
+
+namespace tern::service {
+
+// How a request asked for log-probabilities and what its prompt is called in errors.
+struct RequestShape {
+  bool chat = false;  // chat: the prompt is "messages", and max_tokens defaults to the rest
+  bool logprobs = false;
+  int top_logprobs = 0;
+  std::string_view prompt_param = "prompt";
+};
+
+// An engine request from the OpenAI fields; every unset field takes the model's default (the
+// operator's config, then the model's generation config, then the engine's). A prompt that
+// leaves no room in the context is 400 context_length_exceeded with the counts.
+openai::ApiResult<engine::Request> build_engine_request(const engine::ServedModel& model,
+                                                        const openai::SamplingRequest& sampling,
+                                                        std::vector<std::int32_t> prompt_ids,
+                                                        const RequestShape& shape);
+
+// Submits to the model's engine: overload is 429 with Retry-After, a bad field 400 naming it,
+// a stopping engine 503.
+openai::ApiResult<engine::RequestHandle> submit_to_engine(const engine::ServedModel& model,
+                                                          engine::Request request,
+                                                          std::string_view prompt_param);
+
+}  // namespace tern::service

@@ -1,0 +1,43 @@
+#include "service/model_spec.h"
+
+namespace tern::service {
+namespace {
+
+engine::KvCacheType kv_cache_type(const std::string& name) {
+  if (name == "f32") return engine::KvCacheType::f32;
+  if (name == "bf16") return engine::KvCacheType::bf16;
+  return engine::KvCacheType::f16;  // the config validated the name
+}
+
+}  // namespace
+
+engine::ModelSpec to_model_spec(const ModelConfig& config) {
+  engine::ModelSpec spec;
+  spec.name = config.name;
+  spec.path = config.path;
+  spec.aliases = config.aliases;
+  spec.threads = config.threads;
+  spec.max_model_len = config.max_model_len;
+  spec.max_num_seqs = config.max_num_seqs;
+  spec.max_num_batched_tokens = config.max_num_batched_tokens;
+  spec.max_waiting_requests = config.max_waiting_requests;
+  spec.kv_cache_bytes = config.kv_cache_bytes;
+  spec.block_size = config.block_size;
+  spec.kv_cache_type = kv_cache_type(config.kv_cache_dtype);
+  spec.enable_prefix_caching = config.enable_prefix_caching;
+  spec.chat_template = config.chat_template;
+  spec.required = config.required;
+  const SamplingDefaults& sampling = config.sampling;
+  spec.sampling.temperature = sampling.temperature;
+  spec.sampling.top_p = sampling.top_p;
+  spec.sampling.top_k = sampling.top_k;
+  spec.sampling.min_p = sampling.min_p;
+  spec.sampling.repetition_penalty = sampling.repetition_penalty;
+  spec.sampling.presence_penalty = sampling.presence_penalty;
+  spec.sampling.frequency_penalty = sampling.frequency_penalty;
+  spec.sampling.max_tokens = sampling.max_tokens;
+  spec.sampling.seed = sampling.seed;
+  return spec;
+}
+
+}  // namespace tern::service

@@ -1,0 +1,501 @@
+// The real server over loopback: Server + EngineModelService over a ModelRegistry holding
+// TinyStories (in process, so the test can watch the engine), and the `tern serve` binary itself.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "engine/registry.h"
+#include "service/engine_model_service.h"
+#include "service/server.h"
+#include "tests/support/shared_data.h"
+
+namespace tern::service {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Response = http::response<http::string_body>;
+using namespace std::chrono_literals;
+
+constexpr const char* kModelDir = "models/tinystories-656k";
+constexpr const char* kReference = "reference/tinystories-656k.greedy.jsonl";
+
+class Client {
+ public:
+  explicit Client(int port) : socket_(io_) {
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+
+  Response request(http::verb method, std::string target, std::string body = {}) {
+    send(method, std::move(target), std::move(body));
+    Response response;
+    beast::error_code ec;
+    http::read(socket_, buffer_, response, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    return response;
+  }
+  Response post(std::string target, std::string body) {
+    return request(http::verb::post, std::move(target), std::move(body));
+  }
+  Response get(std::string target) { return request(http::verb::get, std::move(target)); }
+
+  void send(http::verb method, std::string target, std::string body = {}) {
+    http::request<http::string_body> request{method, target, 11};
+    request.set(http::field::host, "127.0.0.1");
+    if (!body.empty()) request.set(http::field::content_type, "application/json");
+    request.body() = std::move(body);
+    request.prepare_payload();
+    http::write(socket_, request);
+  }
+
+  // Reads raw bytes until `marker` shows up (streamed responses); returns everything read.
+  std::string read_until(std::string_view marker) {
+    std::string seen(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    buffer_.consume(buffer_.size());
+    char chunk[4096];
+    while (seen.find(marker) == std::string::npos) {
+      beast::error_code ec;
+      const std::size_t n = socket_.read_some(asio::buffer(chunk), ec);
+      if (ec) break;
+      seen.append(chunk, n);
+    }
+    return seen;
+  }
+
+  void close() {
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+};
+
+simdjson::dom::element parse(simdjson::dom::parser& parser, const std::string& json) {
+  simdjson::dom::element element;
+  EXPECT_EQ(parser.parse(json).get(element), simdjson::SUCCESS) << json;
+  return element;
+}
+
+// The payloads of an SSE body's `data:` lines, in order.
+std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> events;
+  std::size_t at = 0;
+  while ((at = body.find("data: ", at)) != std::string::npos) {
+    const std::size_t end = body.find("\n\n", at);
+    events.push_back(body.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return events;
+}
+
+// One registry for the suite: TinyStories as "tinystories" (alias "ts"), the same weights with
+// a template that forbids a conversation without a system message as "strict", and a missing
+// path that must not stop the others.
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto model_dir = tern::testing::shared_path(kModelDir);
+    if (!std::filesystem::exists(model_dir)) return;
+    template_path_ = std::filesystem::temp_directory_path() /
+                     fmt::format("tern-serve-test-{}.jinja", ::getpid());
+    std::ofstream(template_path_)
+        << "{% if messages[0]['role'] != 'system' %}"
+           "{{ raise_exception('Conversations must start with a system message') }}{% endif %}"
+           "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}";
+    engine::ModelSpec spec;
+    spec.name = "tinystories";
+    spec.path = model_dir.string();
+    spec.aliases = {"ts"};
+    spec.max_num_seqs = 8;
+    spec.max_num_batched_tokens = 256;
+    spec.kv_cache_type = engine::KvCacheType::f32;  // the reference greedy ids are f32
+    spec.kv_cache_bytes = 64ull << 20;
+    engine::ModelSpec strict = spec;
+    strict.name = "strict";
+    strict.aliases.clear();
+    strict.chat_template = template_path_.string();
+    engine::ModelSpec missing;
+    missing.name = "missing";
+    missing.path = "/nonexistent/model.gguf";
+    registry_ = new engine::ModelRegistry({spec, strict, missing}, {2});
+    ASSERT_TRUE(registry_->wait_until_loaded().ok());
+  }
+  static void TearDownTestSuite() {
+    delete registry_;
+    registry_ = nullptr;
+    std::filesystem::remove(template_path_);
+  }
+
+  void SetUp() override {
+    if (registry_ == nullptr) {
+      GTEST_SKIP() << "needs " << tern::testing::shared_path(kModelDir).string()
+                   << " (../shared is absent or incomplete)";
+    }
+    service_ = std::make_unique<EngineModelService>(*registry_);
+    ServerConfig config;
+    config.host = "127.0.0.1";
+    config.port = 0;
+    config.io_threads = 1;
+    server_ = std::make_unique<Server>(config, *service_, metrics_, Server::Options{false, 2});
+    ASSERT_TRUE(server_->start().ok());
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Client client() { return Client(server_->port()); }
+  static const engine::ServedModel& model() { return *registry_->find("tinystories"); }
+
+  // The engine publishes its counters after each loop; wait until the pool is whole again.
+  static bool engine_idle() {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const engine::EngineStats stats = model().engine->stats();
+      if (stats.running == 0 && stats.waiting == 0 && stats.kv_free_blocks == stats.kv_blocks) {
+        return true;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+  static inline engine::ModelRegistry* registry_ = nullptr;
+  static inline std::filesystem::path template_path_;
+  ServiceMetrics metrics_;
+  std::unique_ptr<EngineModelService> service_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+struct ReferenceCase {
+  std::vector<std::int32_t> prompt_ids;
+  std::vector<std::int32_t> greedy_ids;
+};
+
+std::vector<ReferenceCase> reference_cases() {
+  std::vector<ReferenceCase> cases;
+  std::ifstream file(tern::testing::shared_path(kReference));
+  simdjson::dom::parser parser;
+  for (std::string line; std::getline(file, line);) {
+    simdjson::dom::element row = parse(parser, line);
+    ReferenceCase item;
+    for (std::int64_t id : row["prompt_ids"].get_array())
+      item.prompt_ids.push_back(static_cast<std::int32_t>(id));
+    for (std::int64_t id : row["greedy_ids"].get_array())
+      item.greedy_ids.push_back(static_cast<std::int32_t>(id));
+    cases.push_back(std::move(item));
+  }
+  return cases;
+}
+
+std::string id_list(const std::vector<std::int32_t>& ids) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+TEST_F(ServeTest, GreedyCompletionsEqualTheReference) {
+  TERN_REQUIRE_SHARED(reference, kReference);
+  const std::vector<ReferenceCase> cases = reference_cases();
+  ASSERT_EQ(cases.size(), 8u);
+  std::string prompts = "[";
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    prompts += (i ? "," : "") + id_list(cases[i].prompt_ids);
+  prompts += "]";
+  Client c = client();
+  simdjson::dom::parser parser;
+  // All eight prompts in one request (choices numbered by prompt), then the first one alone.
+  const Response all = c.post(
+      "/v1/completions",
+      fmt::format(R"({{"model":"ts","prompt":{},"max_tokens":48,"temperature":0}})", prompts));
+  ASSERT_EQ(all.result_int(), 200) << all.body();
+  simdjson::dom::element body = parse(parser, all.body());
+  simdjson::dom::array choices = body["choices"].get_array();
+  ASSERT_EQ(choices.size(), cases.size());
+  std::size_t index = 0;
+  for (simdjson::dom::element choice : choices) {
+    EXPECT_EQ(std::int64_t(choice["index"]), static_cast<std::int64_t>(index));
+    const std::string expected = model().tokenizer->decode(cases[index].greedy_ids, true);
+    EXPECT_EQ(std::string(std::string_view(choice["text"])), expected) << "prompt " << index;
+    EXPECT_EQ(std::string_view(choice["finish_reason"]), "length");
+    ++index;
+  }
+  EXPECT_EQ(std::int64_t(body["usage"]["completion_tokens"]), 48 * 8);
+  EXPECT_EQ(std::string_view(body["model"]), "ts");
+
+  const Response one =
+      c.post("/v1/completions",
+             fmt::format(R"({{"prompt":{},"max_tokens":48,"temperature":0,"logprobs":1}})",
+                         id_list(cases[0].prompt_ids)));
+  ASSERT_EQ(one.result_int(), 200) << one.body();
+  simdjson::dom::element single = parse(parser, one.body());
+  EXPECT_EQ(std::string_view(single["model"]), "tinystories");  // the default model
+  simdjson::dom::element choice = single["choices"].at(0);
+  EXPECT_EQ(std::string(std::string_view(choice["text"])),
+            model().tokenizer->decode(cases[0].greedy_ids, true));
+  EXPECT_EQ(choice["logprobs"]["tokens"].get_array().size(), 48u);
+}
+
+TEST_F(ServeTest, StreamedChatHasOpenAiChunkSequence) {
+  Client c = client();
+  c.send(
+      http::verb::post, "/v1/chat/completions",
+      R"({"model":"tinystories","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":12,"temperature":0,"stream":true,"stream_options":{"include_usage":true}})");
+  const std::string raw = c.read_until("data: [DONE]");
+  ASSERT_NE(raw.find("HTTP/1.1 200"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("Content-Type: text/event-stream"), std::string::npos) << raw;
+  const std::vector<std::string> events = sse_data(raw);
+  ASSERT_GE(events.size(), 4u) << raw;
+  EXPECT_EQ(events.back(), "[DONE]");
+  simdjson::dom::parser parser;
+  std::string text;
+  int finish_chunks = 0;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    simdjson::dom::element chunk = parse(parser, events[i]);
+    EXPECT_EQ(std::string_view(chunk["object"]), "chat.completion.chunk");
+    simdjson::dom::array choices = chunk["choices"].get_array();
+    if (i + 2 == events.size()) {  // the usage chunk
+      EXPECT_EQ(choices.size(), 0u);
+      EXPECT_EQ(std::int64_t(chunk["usage"]["completion_tokens"]), 12);
+      EXPECT_GT(std::int64_t(chunk["usage"]["prompt_tokens"]), 0);
+      continue;
+    }
+    ASSERT_EQ(choices.size(), 1u) << events[i];
+    simdjson::dom::element delta = choices.at(0)["delta"];
+    if (i == 0) {
+      EXPECT_EQ(std::string_view(delta["role"]), "assistant") << events[i];
+    } else {
+      EXPECT_TRUE(delta["role"].error() == simdjson::NO_SUCH_FIELD) << events[i];
+    }
+    std::string_view content;
+    if (delta["content"].get(content) == simdjson::SUCCESS) text += content;
+    if (!choices.at(0)["finish_reason"].is_null()) {
+      ++finish_chunks;
+      EXPECT_EQ(std::string_view(choices.at(0)["finish_reason"]), "length");
+      EXPECT_EQ(i + 3, events.size()) << "the finish chunk comes just before usage";
+    }
+  }
+  EXPECT_EQ(finish_chunks, 1);
+  EXPECT_FALSE(text.empty());
+}
+
+TEST_F(ServeTest, RepeatedPromptReportsCachedTokens) {
+  Client c = client();
+  const std::string body =
+      R"({"model":"tinystories","prompt":"Once upon a time there was a little girl named Lily. She loved to play outside in the park with her friends and her dog.","max_tokens":4,"temperature":0})";
+  simdjson::dom::parser parser;
+  const Response first = c.post("/v1/completions", body);
+  ASSERT_EQ(first.result_int(), 200) << first.body();
+  const Response second = c.post("/v1/completions", body);
+  ASSERT_EQ(second.result_int(), 200) << second.body();
+  simdjson::dom::element usage = parse(parser, second.body())["usage"];
+  EXPECT_GT(std::int64_t(usage["prompt_tokens_details"]["cached_tokens"]), 0) << second.body();
+  EXPECT_LE(std::int64_t(usage["prompt_tokens_details"]["cached_tokens"]),
+            std::int64_t(usage["prompt_tokens"]));
+}
+
+TEST_F(ServeTest, ErrorsAreOpenAiShaped) {
+  Client c = client();
+  const Response unknown = c.post(
+      "/v1/chat/completions", R"({"model":"nope","messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(unknown.result_int(), 404);
+  EXPECT_NE(unknown.body().find(R"("code":"model_not_found")"), std::string::npos)
+      << unknown.body();
+
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += "the little dog ran ";
+  const Response too_long =
+      c.post("/v1/completions", fmt::format(R"({{"prompt":"{}","max_tokens":4}})", long_prompt));
+  EXPECT_EQ(too_long.result_int(), 400);
+  EXPECT_NE(too_long.body().find(R"("code":"context_length_exceeded")"), std::string::npos)
+      << too_long.body();
+  EXPECT_NE(too_long.body().find("maximum context length is 512 tokens"), std::string::npos)
+      << too_long.body();
+  EXPECT_NE(too_long.body().find(R"("param":"prompt")"), std::string::npos) << too_long.body();
+
+  const Response too_many = c.post("/v1/completions", R"({"prompt":"Once","max_tokens":600})");
+  EXPECT_EQ(too_many.result_int(), 400);
+  EXPECT_NE(too_many.body().find("context_length_exceeded"), std::string::npos) << too_many.body();
+
+  const Response bad_top_p = c.post("/v1/completions", R"({"prompt":"Once","top_p":1.5})");
+  EXPECT_EQ(bad_top_p.result_int(), 400);
+  EXPECT_NE(bad_top_p.body().find(R"("param":"top_p")"), std::string::npos) << bad_top_p.body();
+
+  const Response bad_id = c.post("/v1/completions", R"({"prompt":[1,99999],"max_tokens":2})");
+  EXPECT_EQ(bad_id.result_int(), 400) << bad_id.body();
+
+  const Response broken = c.post(
+      "/v1/chat/completions", R"({"model":"missing","messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(broken.result_int(), 503) << broken.body();
+}
+
+TEST_F(ServeTest, TemplateRaiseIsAClientError) {
+  Client c = client();
+  const Response refused =
+      c.post("/v1/chat/completions",
+             R"({"model":"strict","messages":[{"role":"user","content":"hi"}],"max_tokens":2})");
+  EXPECT_EQ(refused.result_int(), 400) << refused.body();
+  EXPECT_NE(refused.body().find("Conversations must start with a system message"),
+            std::string::npos)
+      << refused.body();
+  EXPECT_NE(refused.body().find(R"("param":"messages")"), std::string::npos) << refused.body();
+  const Response accepted = c.post(
+      "/v1/chat/completions",
+      R"({"model":"strict","messages":[{"role":"system","content":"Tell a story."},{"role":"user","content":"hi"}],"max_tokens":2})");
+  EXPECT_EQ(accepted.result_int(), 200) << accepted.body();
+}
+
+TEST_F(ServeTest, DisconnectMidStreamFreesTheEngine) {
+  ASSERT_TRUE(engine_idle());
+  {
+    Client c = client();
+    c.send(
+        http::verb::post, "/v1/completions",
+        R"({"prompt":"Once upon a time","max_tokens":400,"temperature":1,"ignore_eos":true,"stream":true})");
+    const std::string raw = c.read_until("\"text\"");
+    ASSERT_NE(raw.find("HTTP/1.1 200"), std::string::npos) << raw;
+    EXPECT_GE(model().engine->stats().running + model().engine->stats().waiting, 0);
+    c.close();
+  }
+  EXPECT_TRUE(engine_idle()) << "running " << model().engine->stats().running << ", free "
+                             << model().engine->stats().kv_free_blocks << " of "
+                             << model().engine->stats().kv_blocks;
+}
+
+TEST_F(ServeTest, ModelsTokenizeAndReady) {
+  Client c = client();
+  EXPECT_EQ(c.get("/ready").result_int(), 200);
+  const Response models = c.get("/v1/models");
+  ASSERT_EQ(models.result_int(), 200);
+  EXPECT_NE(models.body().find(R"("id":"tinystories")"), std::string::npos) << models.body();
+  EXPECT_NE(models.body().find(R"("id":"ts")"), std::string::npos) << models.body();
+  EXPECT_NE(models.body().find(R"("context_length":512)"), std::string::npos) << models.body();
+  EXPECT_NE(models.body().find(R"("architecture":"llama")"), std::string::npos) << models.body();
+  EXPECT_EQ(models.body().find(R"("id":"missing")"), std::string::npos) << models.body();
+
+  simdjson::dom::parser parser;
+  const Response tokens =
+      c.post("/tokenize", R"({"model":"ts","prompt":"Once upon a time","return_token_strs":true})");
+  ASSERT_EQ(tokens.result_int(), 200) << tokens.body();
+  simdjson::dom::element body = parse(parser, tokens.body());
+  std::vector<std::int32_t> ids;
+  for (std::int64_t id : body["tokens"].get_array()) ids.push_back(static_cast<std::int32_t>(id));
+  EXPECT_EQ(ids, model().tokenizer->encode("Once upon a time", true));
+  EXPECT_EQ(std::int64_t(body["max_model_len"]), 512);
+  const Response text = c.post("/detokenize", fmt::format(R"({{"tokens":{}}})", id_list(ids)));
+  ASSERT_EQ(text.result_int(), 200) << text.body();
+  EXPECT_NE(text.body().find("Once upon a time"), std::string::npos) << text.body();
+
+  const Response metrics = c.get("/metrics");
+  EXPECT_NE(metrics.body().find("model=\"tinystories\""), std::string::npos);
+}
+
+TEST(ServeReadiness, MissingModelNeverTurnsReady) {
+  engine::ModelSpec missing;
+  missing.name = "missing";
+  missing.path = "/nonexistent/model.gguf";
+  engine::ModelRegistry registry({missing}, {1});
+  EXPECT_FALSE(registry.wait_until_loaded().ok());
+  EngineModelService service(registry);
+  ServiceMetrics metrics;
+  ServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  Server server(config, service, metrics, Server::Options{false, 1});
+  ASSERT_TRUE(server.start().ok());
+  std::thread thread([&] { server.run(); });
+  {
+    Client c(server.port());
+    EXPECT_EQ(c.get("/health").result_int(), 200);
+    EXPECT_EQ(c.get("/ready").result_int(), 503);
+    const Response chat =
+        c.post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"hi"}]})");
+    EXPECT_EQ(chat.result_int(), 503) << chat.body();
+  }
+  server.stop();
+  thread.join();
+}
+
+// The binary: `tern serve --model DIR --port 0` turns ready, answers, and exits 0 on SIGTERM.
+TEST(ServeBinary, ServesAModelAndDrainsOnSigterm) {
+  TERN_REQUIRE_SHARED(model_dir, kModelDir);
+  const auto log_path =
+      std::filesystem::temp_directory_path() / fmt::format("tern-serve-{}.log", ::getpid());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    execl(TERN_BINARY, TERN_BINARY, "serve", "--model", model_dir.c_str(), "--host", "127.0.0.1",
+          "--port", "0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto read_log = [&] {
+    std::ifstream in(log_path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  int port = 0;
+  const std::regex listening("listening on 127\\.0\\.0\\.1:(\\d+)");
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    std::smatch match;
+    const std::string log = read_log();
+    if (std::regex_search(log, match, listening))
+      port = std::stoi(match[1]);
+    else
+      std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0) << read_log();
+  {
+    Client c(port);
+    int status = 0;
+    for (int i = 0; i < 500 && status != 200; ++i) {
+      status = c.get("/ready").result_int();
+      if (status != 200) std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(status, 200) << read_log();
+    const Response models = c.get("/v1/models");
+    EXPECT_NE(models.body().find(R"("id":"tinystories-656k")"), std::string::npos) << models.body();
+    const Response done = c.post("/v1/completions",
+                                 R"({"prompt":"Once upon a time","max_tokens":8,"temperature":0})");
+    EXPECT_EQ(done.result_int(), 200) << done.body();
+  }
+  kill(child, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << read_log();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_log();
+  const std::string log = read_log();
+  EXPECT_NE(log.find("model 'tinystories-656k' loaded"), std::string::npos) << log;
+  std::filesystem::remove(log_path);
+}
+
+}  // namespace
+}  // namespace tern::service
