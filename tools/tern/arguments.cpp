@@ -88,4 +88,22 @@ std::string describe_options(std::span<const OptionSpec> specs) {
   return out;
 }
 
+std::optional<Arguments> parse_command_line(std::string_view command, std::span<char* const> args,
+                                            std::span<const OptionSpec> specs,
+                                            std::string_view usage, int& exit_code) {
+  auto parsed = Arguments::parse(args, specs);
+  if (!parsed) {
+    fmt::print(stderr, "tern {}: {}\n{}{}", command, parsed.error().message, usage,
+               describe_options(specs));
+    exit_code = 2;
+    return std::nullopt;
+  }
+  if (parsed->has("help")) {
+    fmt::print("{}{}", usage, describe_options(specs));
+    exit_code = 0;
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
+
 }  // namespace tern::tools

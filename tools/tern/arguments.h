@@ -40,4 +40,11 @@ class Arguments {
 // "  --name VALUE   help" lines for a usage message.
 std::string describe_options(std::span<const OptionSpec> specs);
 
+// A subcommand's arguments with the usual handling done: on a usage error it prints the error,
+// `usage` and the options to stderr and sets exit_code to 2; on --help it prints them to stdout
+// and sets exit_code to 0. Either way it returns nullopt and the command returns exit_code.
+std::optional<Arguments> parse_command_line(std::string_view command, std::span<char* const> args,
+                                            std::span<const OptionSpec> specs,
+                                            std::string_view usage, int& exit_code);
+
 }  // namespace tern::tools

@@ -93,16 +93,9 @@ int fail(std::string_view message, int code) {
 }  // namespace
 
 int command_bench(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed) {
-    fmt::print(stderr, "tern bench: {}\n{}{}", parsed.error().message, kUsage,
-               describe_options(kOptions));
-    return kExitUsage;
-  }
-  if (parsed->has("help")) {
-    fmt::print("{}{}", kUsage, describe_options(kOptions));
-    return 0;
-  }
+  int exit_code = 0;
+  const auto parsed = parse_command_line("bench", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
   const auto model_path = parsed->value("model");
   if (!model_path) return fail("--model PATH is required", kExitUsage);
   auto prompt_lengths = parse_id_list(parsed->value("n-prompt").value_or("128,512"), 1 << 20);

@@ -30,12 +30,9 @@ int fail(std::string_view message, int code) {
 }  // namespace
 
 int command_chat_template(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed || parsed->has("help")) {
-    if (!parsed) fmt::print(stderr, "tern chat-template: {}\n", parsed.error().message);
-    fmt::print(parsed ? stdout : stderr, "{}{}", kUsage, describe_options(kOptions));
-    return parsed ? 0 : kExitUsage;
-  }
+  int exit_code = 0;
+  const auto parsed = parse_command_line("chat-template", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
   const auto model = parsed->value("model");
   const auto context_path = parsed->value("context");
   if (!model || !context_path) return fail("--model and --context are required", kExitUsage);

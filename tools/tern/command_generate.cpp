@@ -57,16 +57,9 @@ int fail(std::string_view message, int code) {
 }  // namespace
 
 int command_generate(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed) {
-    fmt::print(stderr, "tern generate: {}\n{}{}", parsed.error().message, kUsage,
-               describe_options(kOptions));
-    return kExitUsage;
-  }
-  if (parsed->has("help")) {
-    fmt::print("{}{}", kUsage, describe_options(kOptions));
-    return 0;
-  }
+  int exit_code = 0;
+  const auto parsed = parse_command_line("generate", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
   const auto model_path = parsed->value("model");
   if (!model_path) return fail("--model PATH is required", kExitUsage);
   const bool batch = parsed->has("prompts-file");

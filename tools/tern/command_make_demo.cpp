@@ -22,15 +22,9 @@ constexpr std::string_view kUsage =
 }  // namespace
 
 int command_make_demo(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed) {
-    fmt::print(stderr, "tern make-demo: {}\n{}", parsed.error().message, kUsage);
-    return kExitUsage;
-  }
-  if (parsed->has("help")) {
-    fmt::print("{}{}", kUsage, describe_options(kOptions));
-    return 0;
-  }
+  int exit_code = 0;
+  const auto parsed = parse_command_line("make-demo", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
   if (parsed->positional().size() != 1) {
     fmt::print(stderr, "{}", kUsage);
     return kExitUsage;

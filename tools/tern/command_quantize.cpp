@@ -21,14 +21,11 @@ constexpr std::string_view kUsage =
 }  // namespace
 
 int command_quantize(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed || parsed->positional().size() != 3) {
-    if (parsed && parsed->has("help")) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    fmt::print(stderr, "tern quantize: {}\n{}",
-               parsed ? "expected IN OUT TYPE" : parsed.error().message, kUsage);
+  int exit_code = 0;
+  const auto parsed = parse_command_line("quantize", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
+  if (parsed->positional().size() != 3) {
+    fmt::print(stderr, "tern quantize: expected IN OUT TYPE\n{}", kUsage);
     return kExitUsage;
   }
   const auto& positional = parsed->positional();

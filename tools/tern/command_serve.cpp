@@ -78,16 +78,9 @@ Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) 
 }  // namespace
 
 int command_serve(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kOptions);
-  if (!parsed) {
-    fmt::print(stderr, "tern serve: {}\n{}{}", parsed.error().message, kUsage,
-               describe_options(kOptions));
-    return kExitUsage;
-  }
-  if (parsed->has("help")) {
-    fmt::print("{}{}", kUsage, describe_options(kOptions));
-    return 0;
-  }
+  int exit_code = 0;
+  const auto parsed = parse_command_line("serve", args, kOptions, kUsage, exit_code);
+  if (!parsed) return exit_code;
   if (parsed->has("config") == parsed->has("model")) {
     return usage_error("give exactly one of --config FILE and --model PATH");
   }

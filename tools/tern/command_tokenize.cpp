@@ -32,6 +32,10 @@ constexpr std::array<OptionSpec, 4> kDetokenizeOptions{{
     {"help", false, "print this help", 'h'},
 }};
 
+constexpr std::string_view kTokenizeUsage =
+    "usage: tern tokenize --model PATH [--ids | --pieces] [--no-special] [--text T]\n";
+constexpr std::string_view kDetokenizeUsage = "usage: tern detokenize --model PATH --ids 1,2,3\n";
+
 int fail(std::string_view command, std::string_view message, int code) {
   fmt::print(stderr, "tern {}: {}\n", command, message);
   return code;
@@ -67,15 +71,10 @@ int bench(const engine::Tokenizer& tokenizer, const std::string& path) {
 }  // namespace
 
 int command_tokenize(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kTokenizeOptions);
-  if (!parsed || parsed->has("help")) {
-    std::FILE* out = parsed ? stdout : stderr;
-    if (!parsed) fmt::print(stderr, "tern tokenize: {}\n", parsed.error().message);
-    fmt::print(out,
-               "usage: tern tokenize --model PATH [--ids | --pieces] [--no-special] [--text T]\n{}",
-               describe_options(kTokenizeOptions));
-    return parsed ? 0 : kExitUsage;
-  }
+  int exit_code = 0;
+  const auto parsed =
+      parse_command_line("tokenize", args, kTokenizeOptions, kTokenizeUsage, exit_code);
+  if (!parsed) return exit_code;
   const auto model = parsed->value("model");
   if (!model) return fail("tokenize", "--model PATH is required", kExitUsage);
   auto tokenizer = engine::Tokenizer::load(*model);
@@ -100,13 +99,10 @@ int command_tokenize(std::span<char* const> args) {
 }
 
 int command_detokenize(std::span<char* const> args) {
-  const auto parsed = Arguments::parse(args, kDetokenizeOptions);
-  if (!parsed || parsed->has("help")) {
-    if (!parsed) fmt::print(stderr, "tern detokenize: {}\n", parsed.error().message);
-    fmt::print(parsed ? stdout : stderr, "usage: tern detokenize --model PATH --ids 1,2,3\n{}",
-               describe_options(kDetokenizeOptions));
-    return parsed ? 0 : kExitUsage;
-  }
+  int exit_code = 0;
+  const auto parsed =
+      parse_command_line("detokenize", args, kDetokenizeOptions, kDetokenizeUsage, exit_code);
+  if (!parsed) return exit_code;
   const auto model = parsed->value("model");
   const auto id_text = parsed->value("ids");
   if (!model || !id_text)
