@@ -1,5 +1,7 @@
 #include "engine/chat/value_json.h"
 
+#include "engine/json_syntax.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -192,7 +194,8 @@ Expected<Value> parse_json_value(std::string_view json_text) {
   simdjson::padded_string padded(json_text);
   simdjson::dom::element root;
   if (auto error = parser.parse(padded).get(root); error) {
-    return Error{std::string("invalid JSON: ") + simdjson::error_message(error)};
+    return Error{describe_json_error(
+        json_text, std::string("invalid JSON: ") + simdjson::error_message(error))};
   }
   return from_json(root);
 }

@@ -1,5 +1,7 @@
 #include "engine/model/json_object_reader.h"
 
+#include "engine/json_syntax.h"
+
 #include <fmt/format.h>
 
 #include "engine/model/mapped_file.h"
@@ -109,7 +111,10 @@ Status parse_json_file(const std::string& path, JsonDocument& document) {
   simdjson::dom::element root;
   if (auto error = document.parser.parse(reinterpret_cast<const char*>(bytes.data()), bytes.size())
                        .get(root)) {
-    return Error{fmt::format("{}: not valid JSON: {}", path, simdjson::error_message(error))};
+    const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return Error{fmt::format("{}: {}", path,
+                             describe_json_error(text, std::string("not valid JSON: ") +
+                                                           simdjson::error_message(error)))};
   }
   if (root.get_object().get(document.root)) return Error{path + ": expected a JSON object"};
   return {};

@@ -1,5 +1,7 @@
 #include "engine/model/safetensors_file.h"
 
+#include "engine/json_syntax.h"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -82,7 +84,9 @@ Status SafetensorsFile::parse_header() {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (auto error = parser.parse(header, static_cast<std::size_t>(header_bytes)).get(root)) {
-    return fail(fmt::format("header is not valid JSON: {}", simdjson::error_message(error)));
+    const std::string_view text(header, static_cast<std::size_t>(header_bytes));
+    return fail(describe_json_error(
+        text, std::string("header is not valid JSON: ") + simdjson::error_message(error)));
   }
   simdjson::dom::object entries;
   if (root.get_object().get(entries)) return fail("header is not a JSON object");

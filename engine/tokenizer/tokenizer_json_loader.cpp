@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/json_syntax.h"
 #include "engine/tokenizer/json_fields.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_json_components.h"
@@ -331,19 +332,22 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::from_json(std::string_view token
   };
   simdjson::padded_string tokenizer_text, config_text, generation_text;
   if (auto error = parse(tokenizer_parser, tokenizer_json, tokenizer_text, root)) {
-    return fail("tokenizer.json", simdjson::error_message(error));
+    return fail("tokenizer.json",
+                describe_json_error(tokenizer_json, simdjson::error_message(error)));
   }
   const bool has_config = !tokenizer_config_json.empty();
   if (has_config) {
     if (auto error = parse(config_parser, tokenizer_config_json, config_text, config)) {
-      return fail("tokenizer_config.json", simdjson::error_message(error));
+      return fail("tokenizer_config.json",
+                  describe_json_error(tokenizer_config_json, simdjson::error_message(error)));
     }
   }
   const bool has_generation_config = !generation_config_json.empty();
   if (has_generation_config) {
     if (auto error =
             parse(generation_parser, generation_config_json, generation_text, generation_config)) {
-      return fail("generation_config.json", simdjson::error_message(error));
+      return fail("generation_config.json",
+                  describe_json_error(generation_config_json, simdjson::error_message(error)));
     }
   }
   auto parts = std::make_unique<TokenizerParts>();
