@@ -20,8 +20,8 @@ const KernelTable& avx2_kernels() {
       float_rows<LoadBf16>,
       q8_rows<MaddubsDot, TensorType::q8_0>,
       q8_rows<MaddubsDot, TensorType::q4_0>,
-      k_quant_rows<BlockQ4K, q4_k_dot>,
-      k_quant_rows<BlockQ6K, q6_k_dot>,
+      k_quant_rows<Q4KDot>,
+      k_quant_rows<Q6KDot>,
       no_scratch,
   };
   return table;

@@ -75,8 +75,8 @@ struct KernelTable {
   std::size_t (*scratch_bytes)(std::int64_t cols);
 };
 
-// The VNNI GEMM over repacked weight panels (matmul_panel_avx512.cpp); below a few tokens it
-// falls back to the VNNI GEMV kernel.
+// The VNNI kernels for Q8_0 / Q4_0 (matmul_panel_avx512.cpp): a GEMM over repacked weight panels
+// for large batches, and below a few dozen tokens 16-row tiles transposed in registers.
 void vnni_panel_rows_q8_0(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
 void vnni_panel_rows_q4_0(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
 std::size_t vnni_panel_scratch_bytes(std::int64_t cols);

@@ -146,20 +146,33 @@ struct Q8Format<TensorType::q4_0> {
   static constexpr std::int64_t kBlockBytes = sizeof(BlockQ4_0);
 };
 
-// The exact integer dot of one weight block with one activation block, in 8 int32 lanes (plus the
-// offset correction for Q4_0, applied by the caller).
-template <class Dot, TensorType kType>
-inline __m256i block_dot(const std::byte* block, __m256i xq) {
+// A weight block's 32 values as the unsigned operand of the byte dot: Q8_0 keeps its signed bytes
+// (block_dot_prepared applies their signs to x), Q4_0 unpacks its nibbles (stored value + 8).
+template <TensorType kType>
+inline __m256i load_weights(const std::byte* block) {
   if constexpr (kType == TensorType::q8_0) {
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+  } else {
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
+  }
+}
+
+// The exact integer dot of one weight block (from load_weights) with one activation block, in 8
+// int32 lanes (plus the offset correction for Q4_0, applied by the caller).
+template <class Dot, TensorType kType>
+inline __m256i block_dot_prepared(__m256i w, __m256i xq) {
+  if constexpr (kType == TensorType::q8_0) {
     // |w| <= 128 as unsigned bytes, and x carries w's sign: the products keep their value.
     return Dot::dot(_mm256_setzero_si256(), _mm256_sign_epi8(w, w), _mm256_sign_epi8(xq, w));
   } else {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-    const __m256i nibbles =
-        _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0F));
-    return Dot::dot(_mm256_setzero_si256(), nibbles, xq);
+    return Dot::dot(_mm256_setzero_si256(), w, xq);
   }
+}
+
+template <class Dot, TensorType kType>
+inline __m256i block_dot(const std::byte* block, __m256i xq) {
+  return block_dot_prepared<Dot, kType>(load_weights<kType>(block), xq);
 }
 
 template <TensorType kType>
@@ -183,33 +196,40 @@ inline float half_scale(const std::byte* block) {
   return simd_half_to_float(bits);
 }
 
-// Eight consecutive rows for one token; lane i of the accumulator is row i. `prefetch` (may be
-// null) is the next group's memory, pulled in evenly while this group computes: each group is only
-// a few KB, too short for the hardware prefetcher to lock on to eight row streams.
-template <class Dot, TensorType kType>
-void q8_rows8(const std::byte* row0, std::int64_t row_bytes, const Q8Activation* x,
-              std::int64_t blocks, float* y, const std::byte* prefetch) {
+// Eight consecutive rows for T tokens; lane i of a token's accumulator is row i. Each block of
+// the eight rows is loaded once and dotted with every token's activation block. `prefetch` (may
+// be null) is the next group's memory, pulled in evenly while this group computes: each group is
+// only a few KB, too short for the hardware prefetcher to lock on to eight row streams.
+template <class Dot, TensorType kType, int T>
+void q8_rows8(const std::byte* row0, std::int64_t row_bytes, const Q8Activation* const* x,
+              std::int64_t blocks, float* const* y, const std::byte* prefetch) {
   constexpr std::int64_t kBlockBytes = Q8Format<kType>::kBlockBytes;
   const auto rb = static_cast<int>(row_bytes);
   const __m256i offsets = _mm256_setr_epi32(0, rb, 2 * rb, 3 * rb, 4 * rb, 5 * rb, 6 * rb, 7 * rb);
   const std::int64_t prefetch_bytes = prefetch ? 8 * row_bytes : 0;
   std::int64_t prefetched = 0;
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (std::int64_t b = 0; b < blocks; ++b) {
     for (const std::int64_t target = (b + 1) * prefetch_bytes / blocks; prefetched < target;
          prefetched += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(prefetch + prefetched), _MM_HINT_T0);
     }
     const std::byte* column = row0 + b * kBlockBytes;
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    __m256i partial[8];
-    for (int i = 0; i < 8; ++i) partial[i] = block_dot<Dot, kType>(column + i * row_bytes, xq);
-    const __m256i sums =
-        _mm256_add_epi32(transpose_sum8(partial), _mm256_set1_epi32(block_bias<kType>(x[b])));
-    const __m256 scale = _mm256_mul_ps(gather_scales8(column, offsets), _mm256_set1_ps(x[b].d));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc);
+    __m256i weights[8];
+    for (int i = 0; i < 8; ++i) weights[i] = load_weights<kType>(column + i * row_bytes);
+    const __m256 weight_scales = gather_scales8(column, offsets);
+    for (int t = 0; t < T; ++t) {
+      const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[t][b].qs));
+      __m256i partial[8];
+      for (int i = 0; i < 8; ++i) partial[i] = block_dot_prepared<Dot, kType>(weights[i], xq);
+      const __m256i sums =
+          _mm256_add_epi32(transpose_sum8(partial), _mm256_set1_epi32(block_bias<kType>(x[t][b])));
+      const __m256 scale = _mm256_mul_ps(weight_scales, _mm256_set1_ps(x[t][b].d));
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc[t]);
+    }
   }
-  _mm256_storeu_ps(y, acc);
+  for (int t = 0; t < T; ++t) _mm256_storeu_ps(y[t], acc[t]);
 }
 
 template <class Dot, TensorType kType>
@@ -225,19 +245,48 @@ float q8_row1(const std::byte* row, const Q8Activation* x, std::int64_t blocks) 
   return acc;
 }
 
-// Rows in groups of eight; each group's weights stay in L1/L2 while every token streams past.
+// Tokens [token, token + T) of one eight-row group.
+template <class Dot, TensorType kType, int T>
+void q8_rows8_at(const KernelArgs& args, std::int64_t row, std::int64_t token,
+                 const std::byte* prefetch) {
+  const Q8Activation* x[T];
+  float* y[T];
+  for (int t = 0; t < T; ++t) {
+    x[t] = reinterpret_cast<const Q8Activation*>(args.act + (token + t) * args.act_stride);
+    y[t] = args.y + (token + t) * args.y_stride + row;
+  }
+  const auto row_bytes = static_cast<std::int64_t>(args.w->row_bytes);
+  q8_rows8<Dot, kType, T>(static_cast<const std::byte*>(args.w->data) + row * row_bytes, row_bytes,
+                          x, args.w->cols / 32, y, prefetch);
+}
+
+// Rows in groups of eight, tokens in chunks of up to four; each group's weights are read from
+// memory once and stay in L1/L2 while the later chunks stream past.
 template <class Dot, TensorType kType>
 void q8_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+  constexpr std::int64_t kChunk = 4;
   const std::int64_t blocks = args.w->cols / 32;
   const auto row_bytes = static_cast<std::int64_t>(args.w->row_bytes);
   const auto* base = static_cast<const std::byte*>(args.w->data);
   std::int64_t r = row_begin;
   for (; r + 8 <= row_end; r += 8) {
     const std::byte* next = r + 16 <= row_end ? base + (r + 8) * row_bytes : nullptr;
-    for (std::int64_t t = 0; t < args.tokens; ++t) {
-      const auto* x = reinterpret_cast<const Q8Activation*>(args.act + t * args.act_stride);
-      q8_rows8<Dot, kType>(base + r * row_bytes, row_bytes, x, blocks,
-                           args.y + t * args.y_stride + r, t == 0 ? next : nullptr);
+    for (std::int64_t t = 0; t < args.tokens; t += kChunk) {
+      const std::byte* prefetch = t == 0 ? next : nullptr;
+      switch (std::min(kChunk, args.tokens - t)) {
+        case 1:
+          q8_rows8_at<Dot, kType, 1>(args, r, t, prefetch);
+          break;
+        case 2:
+          q8_rows8_at<Dot, kType, 2>(args, r, t, prefetch);
+          break;
+        case 3:
+          q8_rows8_at<Dot, kType, 3>(args, r, t, prefetch);
+          break;
+        default:
+          q8_rows8_at<Dot, kType, 4>(args, r, t, prefetch);
+          break;
+      }
     }
   }
   for (; r < row_end; ++r) {
@@ -248,49 +297,54 @@ void q8_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_en
   }
 }
 
-// ---- K-quants with Q8_K activations: one element at a time, integer sums per super-block
+// ---- K-quants with Q8_K activations: one row at a time for T tokens, integer sums per
+// super-block. Each super-block is unpacked once and dotted with every token's block.
 
-inline float q4_k_dot(const BlockQ4K* w, const BlockQ8K* x, std::int64_t blocks) {
+template <int T>
+void q4_k_dot(const BlockQ4K* w, const BlockQ8K* const* x, std::int64_t blocks, float* out) {
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
-  float acc = 0.0f;
+  float acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = 0.0f;
   for (std::int64_t b = 0; b < blocks; ++b) {
     int scales[8], mins[8];
-    int min_sum = 0;
-    for (int j = 0; j < 8; ++j) {
-      q4_k_scale_min(j, w[b].scales, scales[j], mins[j]);
-      min_sum += mins[j] * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
-    }
-    __m256i sum = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) q4_k_scale_min(j, w[b].scales, scales[j], mins[j]);
+    __m256i nibbles[8];  // sub-block j's 32 values
     for (int c = 0; c < 4; ++c) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
-      const __m256i lo = _mm256_and_si256(q, low_mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low_mask);
-      const __m256i x_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c));
-      const __m256i x_hi =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * c + 32));
-      // Pairs stay below 2 * 15 * 127; scaled by <= 63 they fit int32 easily.
-      sum = _mm256_add_epi32(
-          sum, _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x_lo),
-                                 _mm256_set1_epi16(static_cast<short>(scales[2 * c]))));
-      sum = _mm256_add_epi32(
-          sum, _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x_hi),
-                                 _mm256_set1_epi16(static_cast<short>(scales[2 * c + 1]))));
+      nibbles[2 * c] = _mm256_and_si256(q, low_mask);
+      nibbles[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low_mask);
     }
-    acc = std::fma(static_cast<float>(hsum_i32(sum)), simd_half_to_float(w[b].d) * x[b].d, acc);
-    acc = std::fma(static_cast<float>(min_sum), -(simd_half_to_float(w[b].dmin) * x[b].d), acc);
+    const float d = simd_half_to_float(w[b].d);
+    const float dmin = simd_half_to_float(w[b].dmin);
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8K& xb = x[t][b];
+      int min_sum = 0;
+      for (int j = 0; j < 8; ++j) min_sum += mins[j] * (xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+      __m256i sum = _mm256_setzero_si256();
+      for (int j = 0; j < 8; ++j) {
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 32 * j));
+        // Pairs stay below 2 * 15 * 127; scaled by <= 63 they fit int32 easily.
+        sum = _mm256_add_epi32(sum,
+                               _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles[j], xq),
+                                                 _mm256_set1_epi16(static_cast<short>(scales[j]))));
+      }
+      acc[t] = std::fma(static_cast<float>(hsum_i32(sum)), d * xb.d, acc[t]);
+      acc[t] = std::fma(static_cast<float>(min_sum), -(dmin * xb.d), acc[t]);
+    }
   }
-  return acc;
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
 }
 
-inline float q6_k_dot(const BlockQ6K* w, const BlockQ8K* x, std::int64_t blocks) {
+template <int T>
+void q6_k_dot(const BlockQ6K* w, const BlockQ8K* const* x, std::int64_t blocks, float* out) {
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   const __m256i two_bits = _mm256_set1_epi8(0x03);
-  float acc = 0.0f;
+  float acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = 0.0f;
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int8_t* scales = w[b].scales;
-    int offset_sum = 0;
-    for (int j = 0; j < 16; ++j) offset_sum += scales[j] * x[b].bsums[j];
-    __m256i sum = _mm256_setzero_si256();
+    __m256i values[8];  // elements 32i .. 32i + 31, 0..63
+    __m256i pair_scales[8];
     for (int n = 0; n < 2; ++n) {
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * n));
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * n));
@@ -302,46 +356,122 @@ inline float q6_k_dot(const BlockQ6K* w, const BlockQ8K* x, std::int64_t blocks)
       for (int k = 0; k < 4; ++k) {
         const __m256i high = _mm256_slli_epi16(
             _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), two_bits), 4);
-        const __m256i q = _mm256_or_si256(lows[k], high);  // 0..63
-        const __m256i xq =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 128 * n + 32 * k));
+        values[4 * n + k] = _mm256_or_si256(lows[k], high);
         const int j = 8 * n + 2 * k;
-        const __m256i scale =
+        pair_scales[4 * n + k] =
             _mm256_set_m128i(_mm_set1_epi16(scales[j + 1]), _mm_set1_epi16(scales[j]));
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, xq), scale));
       }
     }
-    const int total = hsum_i32(sum) - 32 * offset_sum;
-    acc = std::fma(static_cast<float>(total), simd_half_to_float(w[b].d) * x[b].d, acc);
+    const float d = simd_half_to_float(w[b].d);
+    for (int t = 0; t < T; ++t) {
+      const BlockQ8K& xb = x[t][b];
+      int offset_sum = 0;
+      for (int j = 0; j < 16; ++j) offset_sum += scales[j] * xb.bsums[j];
+      __m256i sum = _mm256_setzero_si256();
+      for (int i = 0; i < 8; ++i) {
+        const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 32 * i));
+        sum = _mm256_add_epi32(
+            sum, _mm256_madd_epi16(_mm256_maddubs_epi16(values[i], xq), pair_scales[i]));
+      }
+      const int total = hsum_i32(sum) - 32 * offset_sum;
+      acc[t] = std::fma(static_cast<float>(total), d * xb.d, acc[t]);
+    }
   }
-  return acc;
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
 }
 
-// Small row groups, all tokens per group, so a group's weights are read from memory once.
-template <class Block, float (*Dot)(const Block*, const BlockQ8K*, std::int64_t)>
+struct Q4KDot {
+  using Block = BlockQ4K;
+  template <int T>
+  static void dot(const Block* w, const BlockQ8K* const* x, std::int64_t blocks, float* out) {
+    q4_k_dot<T>(w, x, blocks, out);
+  }
+};
+struct Q6KDot {
+  using Block = BlockQ6K;
+  template <int T>
+  static void dot(const Block* w, const BlockQ8K* const* x, std::int64_t blocks, float* out) {
+    q6_k_dot<T>(w, x, blocks, out);
+  }
+};
+
+template <class Kind, int T>
+void k_quant_row_at(const KernelArgs& args, std::int64_t row, std::int64_t token) {
+  const BlockQ8K* x[T];
+  for (int t = 0; t < T; ++t)
+    x[t] = reinterpret_cast<const BlockQ8K*>(args.act + (token + t) * args.act_stride);
+  const auto* w = reinterpret_cast<const typename Kind::Block*>(
+      static_cast<const std::byte*>(args.w->data) +
+      row * static_cast<std::int64_t>(args.w->row_bytes));
+  float out[T];
+  Kind::template dot<T>(w, x, args.w->cols / 256, out);
+  for (int t = 0; t < T; ++t) args.y[(token + t) * args.y_stride + row] = out[t];
+}
+
+// A row at a time, tokens in chunks of up to four; the row stays in L1 across the chunks.
+template <class Kind>
 void k_quant_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
-  constexpr std::int64_t kGroup = 8;
-  const std::int64_t blocks = args.w->cols / 256;
-  const auto* base = static_cast<const std::byte*>(args.w->data);
-  for (std::int64_t group = row_begin; group < row_end; group += kGroup) {
-    const std::int64_t group_end = std::min(row_end, group + kGroup);
-    for (std::int64_t t = 0; t < args.tokens; ++t) {
-      const auto* x = reinterpret_cast<const BlockQ8K*>(args.act + t * args.act_stride);
-      for (std::int64_t r = group; r < group_end; ++r) {
-        const auto* w =
-            reinterpret_cast<const Block*>(base + r * static_cast<std::int64_t>(args.w->row_bytes));
-        args.y[t * args.y_stride + r] = Dot(w, x, blocks);
+  constexpr std::int64_t kChunk = 4;
+  for (std::int64_t r = row_begin; r < row_end; ++r) {
+    for (std::int64_t t = 0; t < args.tokens; t += kChunk) {
+      switch (std::min(kChunk, args.tokens - t)) {
+        case 1:
+          k_quant_row_at<Kind, 1>(args, r, t);
+          break;
+        case 2:
+          k_quant_row_at<Kind, 2>(args, r, t);
+          break;
+        case 3:
+          k_quant_row_at<Kind, 3>(args, r, t);
+          break;
+        default:
+          k_quant_row_at<Kind, 4>(args, r, t);
+          break;
       }
     }
   }
 }
 
-// ---- float weights with f32 activations: 8 lanes over k, then hsum_f32
+// ---- float weights with f32 activations: kFloatLanes lanes over k (8 with AVX2, 16 with
+// AVX-512), then hsum_f32 (AVX-512 first adds its upper 256 bits onto the lower ones)
+
+#if defined(__AVX512F__)
+using FloatVector = __m512;
+inline constexpr int kFloatLanes = 16;
+inline __m512 float_zero() {
+  return _mm512_setzero_ps();
+}
+inline __m512 float_load(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline __m512 float_fma(__m512 a, __m512 b, __m512 c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+inline float float_sum(__m512 v) {
+  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return hsum_f32(_mm256_add_ps(_mm512_castps512_ps256(v), high));
+}
+#else
+using FloatVector = __m256;
+inline constexpr int kFloatLanes = 8;
+inline __m256 float_zero() {
+  return _mm256_setzero_ps();
+}
+inline __m256 float_load(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline __m256 float_fma(__m256 a, __m256 b, __m256 c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+inline float float_sum(__m256 v) {
+  return hsum_f32(v);
+}
+#endif
 
 struct LoadF32 {
   static constexpr int kBytes = 4;
-  static __m256 load(const std::byte* p) {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  static FloatVector load(const std::byte* p) {
+    return float_load(reinterpret_cast<const float*>(p));
   }
   static float one(const std::byte* p) {
     float value;
@@ -351,8 +481,12 @@ struct LoadF32 {
 };
 struct LoadF16 {
   static constexpr int kBytes = 2;
-  static __m256 load(const std::byte* p) {
+  static FloatVector load(const std::byte* p) {
+#if defined(__AVX512F__)
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#else
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#endif
   }
   static float one(const std::byte* p) {
     std::uint16_t bits;
@@ -362,10 +496,16 @@ struct LoadF16 {
 };
 struct LoadBf16 {
   static constexpr int kBytes = 2;
-  static __m256 load(const std::byte* p) {
+  static FloatVector load(const std::byte* p) {
+#if defined(__AVX512F__)
+    const __m512i wide =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+#else
     const __m256i wide =
         _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+#endif
   }
   static float one(const std::byte* p) {
     std::uint16_t bits;
@@ -378,36 +518,36 @@ struct LoadBf16 {
 template <class Load, int R, int T>
 void float_tile(const std::byte* const* w, const float* const* x, std::int64_t cols,
                 float* const* y, std::int64_t row) {
-  __m256 acc[R][T];
+  FloatVector acc[R][T];
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[r][t] = float_zero();
   }
   std::int64_t k = 0;
-  for (; k + 8 <= cols; k += 8) {
-    __m256 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x[t] + k);
+  for (; k + kFloatLanes <= cols; k += kFloatLanes) {
+    FloatVector xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = float_load(x[t] + k);
     for (int r = 0; r < R; ++r) {
-      const __m256 wv = Load::load(w[r] + k * Load::kBytes);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+      const FloatVector wv = Load::load(w[r] + k * Load::kBytes);
+      for (int t = 0; t < T; ++t) acc[r][t] = float_fma(wv, xv[t], acc[r][t]);
     }
   }
   if (k < cols) {  // zero-padded last chunk: the padding adds +0 * +0
-    alignas(32) float padded[8];
-    __m256 xv[T];
+    alignas(64) float padded[kFloatLanes];
+    FloatVector xv[T];
     for (int t = 0; t < T; ++t) {
-      std::fill_n(padded, 8, 0.0f);
+      std::fill_n(padded, kFloatLanes, 0.0f);
       std::copy(x[t] + k, x[t] + cols, padded);
-      xv[t] = _mm256_load_ps(padded);
+      xv[t] = float_load(padded);
     }
     for (int r = 0; r < R; ++r) {
-      std::fill_n(padded, 8, 0.0f);
+      std::fill_n(padded, kFloatLanes, 0.0f);
       for (std::int64_t i = k; i < cols; ++i) padded[i - k] = Load::one(w[r] + i * Load::kBytes);
-      const __m256 wv = _mm256_load_ps(padded);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+      const FloatVector wv = float_load(padded);
+      for (int t = 0; t < T; ++t) acc[r][t] = float_fma(wv, xv[t], acc[r][t]);
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) y[t][row + r] = hsum_f32(acc[r][t]);
+    for (int t = 0; t < T; ++t) y[t][row + r] = float_sum(acc[r][t]);
   }
 }
 
@@ -426,15 +566,33 @@ void float_tile_at(const KernelArgs& args, std::int64_t row, std::int64_t token)
   float_tile<Load, R, T>(w, x, args.w->cols, y, row);
 }
 
+// Four rows by up to kTokens tokens: 16 ymm registers (AVX2) hold a 4 x 2 tile, 32 (AVX-512VL) a
+// 4 x 4 one.
 template <class Load>
 void float_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+#if defined(__AVX512F__)
+  constexpr int kRows = 4, kTokens = 4;
+#else
   constexpr int kRows = 4, kTokens = 2;
+#endif
   std::int64_t r = row_begin;
   for (; r + kRows <= row_end; r += kRows) {
     std::int64_t t = 0;
     for (; t + kTokens <= args.tokens; t += kTokens)
       float_tile_at<Load, kRows, kTokens>(args, r, t);
-    for (; t < args.tokens; ++t) float_tile_at<Load, kRows, 1>(args, r, t);
+    switch (args.tokens - t) {
+      case 3:
+        float_tile_at<Load, kRows, 3>(args, r, t);
+        break;
+      case 2:
+        float_tile_at<Load, kRows, 2>(args, r, t);
+        break;
+      case 1:
+        float_tile_at<Load, kRows, 1>(args, r, t);
+        break;
+      default:
+        break;
+    }
   }
   for (; r < row_end; ++r) {
     for (std::int64_t t = 0; t < args.tokens; ++t) float_tile_at<Load, 1, 1>(args, r, t);

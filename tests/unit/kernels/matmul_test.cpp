@@ -179,6 +179,32 @@ TEST(Matmul, ResultsAreBatchAndThreadInvariant) {
   }
 }
 
+// Every batch size of the small-batch kernels (token chunks of 1..8, several chunks, and the
+// switch to the GEMM) gives each token the bits it gets alone, with rows that leave ragged tiles.
+TEST(Matmul, SmallBatchesMatchTheSingleTokenPath) {
+  constexpr std::int64_t kRows = 83, kCols = 768, kMaxTokens = 64;
+  ThreadPool two(2);
+  const std::vector<float> x = make_activations(kMaxTokens, kCols, 7);
+  for (TensorType type : kTypes) {
+    const std::int64_t cols = is_quantized(type) ? kCols : kCols - 3;
+    const TestMatrix m = make_matrix(type, kRows, cols, 8);
+    for (Isa isa : supported_isas()) {
+      MatmulWorkspace workspace(kMaxTokens, cols, 2);
+      std::vector<float> alone(kMaxTokens * kRows);
+      for (std::int64_t t = 0; t < kMaxTokens; ++t) {
+        matmul(isa, m.w, x.data() + t * kCols, 1, kCols, alone.data() + t * kRows, kRows, workspace,
+               two);
+      }
+      for (std::int64_t tokens : {2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 24, 31, 39, 40, 41, 64}) {
+        SCOPED_TRACE(label(type, isa) + " tokens=" + std::to_string(tokens));
+        std::vector<float> batch(static_cast<std::size_t>(tokens * kRows));
+        matmul(isa, m.w, x.data(), tokens, kCols, batch.data(), kRows, workspace, two);
+        EXPECT_EQ(std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
 TEST(Matmul, IsaOverrideSelectsTheVariant) {
   EXPECT_TRUE(set_isa_override(Isa::scalar));
   EXPECT_EQ(active_isa(), Isa::scalar);
