@@ -30,7 +30,8 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
       sampler_(seeded(request.sampling, index)),
       stop_checker_(request.stop.stop_strings) {
   if (limits.tokenizer != nullptr) {
-    detokenizer_.emplace(*limits.tokenizer, request.skip_special_tokens);
+    detokenizer_.emplace(*limits.tokenizer, request.skip_special_tokens,
+                         !request.prompt_ids.empty());
   }
   if (request.stop.min_tokens > 0) {
     suppressed_ = request.stop.stop_token_ids;

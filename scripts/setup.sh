@@ -13,6 +13,7 @@ packages=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   prometheus  # promtool, for the /metrics format test
+  nginx  # the load balancer of the deployment e2e test (docker/compose.yaml)
 )
 
 missing=()
@@ -21,6 +22,12 @@ for package in "${packages[@]}"; do
     missing+=("$package")
   fi
 done
+
+# Node.js and npm run the openai client test. They count as present when the commands are, from
+# whatever source (Debian's npm package conflicts with NodeSource's nodejs, which bundles npm),
+# so Debian's packages are installed only where a command is missing.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 
 if [ "${1:-}" = "--check" ]; then
   [ "${#missing[@]}" -eq 0 ] && exit 0

@@ -2,10 +2,10 @@
 
 namespace tern::engine {
 
-Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool skip_special)
+Detokenizer::Detokenizer(const Tokenizer& tokenizer, bool skip_special, bool continues_text)
     : tokenizer_(tokenizer),
       skip_special_(skip_special),
-      assembler_(tokenizer.strip_leading_spaces()) {}
+      assembler_(continues_text ? 0 : tokenizer.strip_leading_spaces()) {}
 
 std::string Detokenizer::push(std::int32_t id) {
   bytes_.clear();

@@ -12,7 +12,10 @@ namespace tern::engine {
 
 class Detokenizer {
  public:
-  Detokenizer(const Tokenizer& tokenizer, bool skip_special);
+  // `continues_text`: the ids follow text already decoded (a prompt), so SentencePiece's rule of
+  // dropping the sequence's leading space does not apply to them; " always" after "Mom said"
+  // keeps its space, as in the decode of prompt and continuation together.
+  Detokenizer(const Tokenizer& tokenizer, bool skip_special, bool continues_text = false);
 
   std::string push(std::int32_t id);
   std::string flush();

@@ -149,7 +149,7 @@ int command_generate(std::span<char* const> args) {
   engine::Sampler sampler(sampling);
   const bool print_ids = parsed->has("print-ids");
   std::optional<engine::Detokenizer> detokenizer;
-  if (tokenizer && !print_ids) detokenizer.emplace(*tokenizer, true);
+  if (tokenizer && !print_ids) detokenizer.emplace(*tokenizer, true, true);
 
   const auto prefill_start = std::chrono::steady_clock::now();
   if (Status ran = runner->append(prompt); !ran.ok()) return fail(ran.message(), kExitFailure);

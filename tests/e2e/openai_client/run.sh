@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The openai npm client against `tern serve` (CTest `e2e`): installs the client from the committed
+# package-lock.json when node_modules is missing, serves TinyStories on a free loopback port with
+# an API key, waits for /ready, runs `node --test`, and stops the server.
+#   run.sh TERN_BINARY SHARED_DIR
+# Exits 77 (CTest's SKIP_RETURN_CODE) when ../shared's model, node or npm is absent.
+set -euo pipefail
+
+tern_binary=${1:?usage: run.sh TERN_BINARY SHARED_DIR}
+shared_dir=${TERN_SHARED_DIR:-${2:?usage: run.sh TERN_BINARY SHARED_DIR}}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+model_dir="$shared_dir/models/tinystories-656k"
+reference="$shared_dir/reference/tinystories-656k.greedy.jsonl"
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+tern_binary=$(realpath "$tern_binary")
+[ -d "$model_dir" ] || skip "needs $model_dir (../shared is absent or incomplete)"
+command -v node >/dev/null || skip "needs node (scripts/setup.sh installs it)"
+command -v npm >/dev/null || skip "needs npm (scripts/setup.sh installs it)"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+[ "$node_major" -ge 20 ] || skip "needs node 20 or newer (found $(node --version))"
+
+cd "$here"
+if [ ! -d node_modules/openai ]; then
+  npm ci --no-audit --no-fund
+fi
+
+work=$(mktemp -d)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid"
+    wait "$server_pid" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The reference greedy ids come from float32 math, so the KV cache is f32 here; the key comes
+# from the environment through the config's ${...} expansion.
+export TERN_TEST_API_KEY="tern-test-$RANDOM$RANDOM"
+cat >"$work/config.yaml" <<EOF
+server:
+  host: 127.0.0.1
+  port: 0
+  api_keys: ["\${TERN_TEST_API_KEY}"]
+models:
+  - name: tinystories-656k
+    path: $model_dir
+    kv_cache_dtype: f32
+    kv_cache_bytes: 64MiB
+    required: true
+EOF
+
+"$tern_binary" serve --config "$work/config.yaml" 2>"$work/serve.log" &
+server_pid=$!
+
+# Port 0 picks a free port; the startup log names it.
+port=
+for _ in $(seq 1 500); do
+  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log" | head -n 1)
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.02
+done
+if [ -z "$port" ]; then
+  echo "tern serve did not start listening:" >&2
+  cat "$work/serve.log" >&2
+  exit 1
+fi
+url="http://127.0.0.1:$port"
+
+if ! node -e '
+  const deadline = Date.now() + 60000;
+  (async () => {
+    while (Date.now() < deadline) {
+      try { if ((await fetch(process.argv[1] + "/ready")).status === 200) return; } catch {}
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    process.exit(1);
+  })();' "$url"; then
+  echo "tern serve at $url never turned ready:" >&2
+  cat "$work/serve.log" >&2
+  exit 1
+fi
+
+status=0
+TERN_URL=$url TERN_API_KEY=$TERN_TEST_API_KEY TERN_MODEL=tinystories-656k \
+  TERN_REFERENCE=$reference node --test --test-reporter=spec || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "--- tern serve log ---" >&2
+  tail -n 50 "$work/serve.log" >&2
+fi
+exit "$status"

@@ -1,0 +1,415 @@
+// Behaviour of the real `tern serve` binary with TinyStories: the 429 path of a full waiting
+// queue, SIGTERM drain with streams in flight, `promtool check metrics` on the live /metrics, and
+// bad input answered precisely while 50 streams run undisturbed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include "tests/support/http_client.h"
+#include "tests/support/serve_process.h"
+#include "tests/support/shared_data.h"
+
+namespace tern::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Response = HttpClient::Response;
+using Verb = HttpClient::Verb;
+
+constexpr const char* kModelDir = "models/tinystories-656k";
+
+// `tern serve --config` with one TinyStories model named "ts" on a free loopback port; `model`
+// holds extra YAML keys for the model entry.
+class ServeBehaviourTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(shared_path(kModelDir))) {
+      GTEST_SKIP() << "needs " << shared_path(kModelDir).string()
+                   << " (../shared is absent or incomplete)";
+    }
+  }
+  void TearDown() override {
+    serve_.reset();
+    if (!config_path_.empty()) std::filesystem::remove(config_path_);
+  }
+
+  // Starts the server and waits until /ready is 200; returns its port (0 on failure).
+  int start(const std::string& model_keys = {}) {
+    config_path_ = std::filesystem::temp_directory_path() /
+                   fmt::format("tern-behaviour-{}-{}.yaml", ::getpid(), ++configs_);
+    std::ofstream(config_path_) << fmt::format(
+        "server:\n  host: 127.0.0.1\n  port: 0\n"
+        "models:\n  - name: ts\n    path: {}\n    kv_cache_bytes: 64MiB\n    required: true\n{}",
+        shared_path(kModelDir).string(), model_keys);
+    serve_.emplace(TERN_BINARY, std::vector<std::string>{"--config", config_path_.string()});
+    if (!serve_->started()) return 0;
+    const int port = serve_->wait_for_port();
+    if (port == 0) return 0;
+    HttpClient probe(port);
+    for (int i = 0; i < 1000; ++i) {
+      if (probe.get("/ready").result_int() == 200) return port;
+      std::this_thread::sleep_for(10ms);
+    }
+    return 0;
+  }
+
+  std::optional<ServeProcess> serve_;
+  std::filesystem::path config_path_;
+  static inline int configs_ = 0;
+};
+
+// What a streamed completion delivered: the raw bytes, the joined text, the finish reasons and
+// the usage chunk's completion tokens.
+struct StreamResult {
+  std::string raw;
+  std::string text;
+  std::vector<std::string> finish_reasons;
+  std::int64_t completion_tokens = -1;
+  bool done = false;
+};
+
+StreamResult summarize_stream(std::string raw) {
+  StreamResult result;
+  simdjson::dom::parser parser;
+  for (const std::string& event : sse_data(raw)) {
+    if (event == "[DONE]") {
+      result.done = true;
+      continue;
+    }
+    simdjson::dom::element chunk;
+    if (parser.parse(event).get(chunk) != simdjson::SUCCESS) continue;
+    simdjson::dom::array choices;
+    if (chunk["choices"].get(choices) == simdjson::SUCCESS) {
+      for (simdjson::dom::element choice : choices) {
+        std::string_view text;
+        if (choice["text"].get(text) == simdjson::SUCCESS) result.text += text;
+        std::string_view finish;
+        if (choice["finish_reason"].get(finish) == simdjson::SUCCESS) {
+          result.finish_reasons.emplace_back(finish);
+        }
+      }
+    }
+    std::int64_t tokens = 0;
+    if (chunk["usage"]["completion_tokens"].get(tokens) == simdjson::SUCCESS) {
+      result.completion_tokens = tokens;
+    }
+  }
+  result.raw = std::move(raw);
+  return result;
+}
+
+std::string stream_body(const std::string& prompt, int max_tokens) {
+  return fmt::format(
+      R"({{"model":"ts","prompt":"{}","max_tokens":{},"temperature":0,"ignore_eos":true,)"
+      R"("stream":true,"stream_options":{{"include_usage":true}}}})",
+      prompt, max_tokens);
+}
+
+// An OpenAI error body: {"error":{"message","type","param","code"}} with these values.
+void expect_error_body(const Response& response, int status, std::optional<std::string> param,
+                       std::string_view message_part, std::optional<std::string> code = {}) {
+  SCOPED_TRACE(response.body());
+  EXPECT_EQ(response.result_int(), status);
+  simdjson::dom::parser parser;
+  simdjson::dom::element error;
+  ASSERT_EQ(parser.parse(response.body()).get(error), simdjson::SUCCESS);
+  error = error["error"];
+  std::string_view message, type;
+  ASSERT_EQ(error["message"].get(message), simdjson::SUCCESS);
+  ASSERT_EQ(error["type"].get(type), simdjson::SUCCESS);
+  EXPECT_NE(message.find(message_part), std::string_view::npos);
+  ASSERT_EQ(error["param"].error(), simdjson::SUCCESS);
+  if (param) {
+    std::string_view actual;
+    ASSERT_EQ(error["param"].get(actual), simdjson::SUCCESS);
+    EXPECT_EQ(actual, *param);
+  } else {
+    EXPECT_TRUE(error["param"].is_null());
+  }
+  ASSERT_EQ(error["code"].error(), simdjson::SUCCESS);
+  if (code) {
+    std::string_view actual;
+    ASSERT_EQ(error["code"].get(actual), simdjson::SUCCESS);
+    EXPECT_EQ(actual, *code);
+  }
+}
+
+TEST_F(ServeBehaviourTest, FullWaitingQueueGets429WithRetryAfter) {
+  const int port = start("    max_num_seqs: 1\n    max_waiting_requests: 1\n");
+  ASSERT_GT(port, 0) << serve_->log();
+  constexpr int kRequests = 6;
+  std::vector<Response> responses(kRequests);
+  std::latch ready(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      HttpClient client(port);
+      ready.arrive_and_wait();
+      responses[i] = client.post(
+          "/v1/completions",
+          R"({"model":"ts","prompt":"Once upon a time","max_tokens":480,"ignore_eos":true})");
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  int rejected = 0, served = 0;
+  for (const Response& response : responses) {
+    if (response.result_int() == 429) {
+      ++rejected;
+      const auto retry_after = response.find("Retry-After");
+      ASSERT_NE(retry_after, response.end()) << "429 without Retry-After";
+      EXPECT_GE(std::atoi(std::string(retry_after->value()).c_str()), 1);
+      expect_error_body(response, 429, std::nullopt, "overloaded", "rate_limit_exceeded");
+      EXPECT_NE(response.body().find(R"("type":"rate_limit_error")"), std::string::npos);
+    } else {
+      ++served;
+      EXPECT_EQ(response.result_int(), 200) << response.body();
+      EXPECT_NE(response.body().find(R"("completion_tokens":480)"), std::string::npos)
+          << response.body();
+    }
+  }
+  // One runs and at most one waits (a request the engine has not picked up yet counts as
+  // waiting too), so of six at once some are turned away and at least one is served.
+  EXPECT_GE(rejected, 1);
+  EXPECT_GE(served, 1);
+  // The queue recovers: a request after the burst is served.
+  HttpClient client(port);
+  EXPECT_EQ(client.post("/v1/completions", R"({"model":"ts","prompt":"Once","max_tokens":2})")
+                .result_int(),
+            200);
+}
+
+TEST_F(ServeBehaviourTest, SigtermDrainsStreamsInFlight) {
+  const int port = start();
+  ASSERT_GT(port, 0) << serve_->log();
+  HttpClient probe(port);  // opened before the signal: the listener closes on SIGTERM
+  ASSERT_EQ(probe.get("/ready").result_int(), 200);
+
+  constexpr int kStreams = 4;
+  constexpr int kTokens = 480;
+  std::vector<StreamResult> results(kStreams);
+  std::latch streaming(kStreams);
+  std::atomic<int> completed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      HttpClient client(port);
+      client.send(Verb::post, "/v1/completions", stream_body("Once upon a time", kTokens));
+      std::string raw = client.read_until("\"text\"");
+      streaming.count_down();
+      raw += client.read_until("data: [DONE]");
+      completed.fetch_add(1);
+      results[i] = summarize_stream(std::move(raw));
+    });
+  }
+  streaming.wait();
+  serve_->signal(SIGTERM);
+  // /ready turns 503 while the streams drain (the signal is handled asynchronously).
+  int ready_status = 200;
+  for (int i = 0; i < 200 && ready_status == 200; ++i) {
+    const Response ready = probe.get("/ready");
+    ready_status = ready.result_int();
+    if (ready_status == 503) {
+      EXPECT_LT(completed.load(), kStreams) << "the streams ended before the drain began";
+      expect_error_body(ready, 503, std::nullopt, "draining", "service_unavailable");
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  EXPECT_EQ(ready_status, 503);
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE(fmt::format("stream {}", i));
+    EXPECT_TRUE(results[i].done) << results[i].raw.substr(0, 2000);
+    EXPECT_EQ(results[i].finish_reasons, std::vector<std::string>{"length"});
+    EXPECT_EQ(results[i].completion_tokens, kTokens);
+  }
+  EXPECT_EQ(serve_->wait_exit(), 0) << serve_->log();
+  EXPECT_NE(serve_->log().find("drained: every in-flight request finished"), std::string::npos)
+      << serve_->log();
+}
+
+// promtool from Debian's `prometheus` package, if it is on PATH.
+std::optional<std::filesystem::path> find_promtool() {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    const std::filesystem::path candidate =
+        std::filesystem::path(rest.substr(0, colon)) / "promtool";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    rest = colon == std::string_view::npos ? std::string_view{} : rest.substr(colon + 1);
+  }
+  return std::nullopt;
+}
+
+TEST_F(ServeBehaviourTest, LiveMetricsPassPromtool) {
+  const auto promtool = find_promtool();
+  if (!promtool) GTEST_SKIP() << "needs promtool (Debian's prometheus package; scripts/setup.sh)";
+  const int port = start();
+  ASSERT_GT(port, 0) << serve_->log();
+  HttpClient client(port);
+  EXPECT_EQ(client.post("/v1/completions", R"({"model":"ts","prompt":"Once","max_tokens":8})")
+                .result_int(),
+            200);
+  client.send(Verb::post, "/v1/completions", stream_body("The cat", 8));
+  EXPECT_TRUE(summarize_stream(client.read_until("data: [DONE]")).done);
+  EXPECT_EQ(
+      client
+          .post("/v1/chat/completions",
+                R"({"model":"ts","messages":[{"role":"user","content":"Hi"}],"max_tokens":4})")
+          .result_int(),
+      200);
+  EXPECT_EQ(client.post("/v1/completions", R"({"model":"nope","prompt":"x"})").result_int(), 404);
+  EXPECT_EQ(client.post("/v1/completions", R"({"model":"ts","prompt":"x","top_p":9})").result_int(),
+            400);
+  const Response metrics = client.get("/metrics");
+  ASSERT_EQ(metrics.result_int(), 200);
+  for (const char* name :
+       {"tern_requests_total", "tern_time_to_first_token_seconds_bucket",
+        "tern_inter_token_latency_seconds_bucket", "tern_request_duration_seconds_bucket",
+        "tern_request_prompt_tokens_bucket", "tern_request_generation_tokens_bucket",
+        "tern_requests_running", "tern_requests_waiting", "tern_kv_cache_usage_ratio",
+        "tern_prefix_cache_hit_ratio", "tern_open_connections"}) {
+    EXPECT_NE(metrics.body().find(name), std::string::npos) << name;
+  }
+  const auto metrics_path = std::filesystem::temp_directory_path() /
+                            fmt::format("tern-behaviour-metrics-{}.txt", ::getpid());
+  std::ofstream(metrics_path) << metrics.body();
+  const std::string command =
+      fmt::format("'{}' check metrics < '{}' 2>&1", promtool->string(), metrics_path.string());
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char chunk[512];
+  while (const std::size_t n = std::fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, n);
+  const int status = ::pclose(pipe);
+  std::filesystem::remove(metrics_path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output << "\n" << metrics.body();
+}
+
+TEST_F(ServeBehaviourTest, BadInputWhileFiftyStreamsRun) {
+  const int port = start("    kv_cache_dtype: f32\n");
+  ASSERT_GT(port, 0) << serve_->log();
+  const std::vector<std::string> prompts = {"Once upon a time", "Tom and his dog",
+                                            "The sun was shining and", "Mom said"};
+  constexpr int kTokens = 128;
+  // Each prompt's greedy text alone, before the crowd.
+  std::vector<std::string> expected;
+  {
+    HttpClient client(port);
+    simdjson::dom::parser parser;
+    for (const std::string& prompt : prompts) {
+      const Response alone = client.post(
+          "/v1/completions",
+          fmt::format(
+              R"({{"model":"ts","prompt":"{}","max_tokens":{},"temperature":0,"ignore_eos":true}})",
+              prompt, kTokens));
+      ASSERT_EQ(alone.result_int(), 200) << alone.body();
+      expected.emplace_back(
+          std::string_view(parse_json(parser, alone.body())["choices"].at(0)["text"]));
+    }
+  }
+
+  constexpr int kStreams = 50;
+  std::vector<StreamResult> results(kStreams);
+  std::latch streaming(kStreams);
+  std::atomic<int> completed{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      HttpClient client(port);
+      client.send(Verb::post, "/v1/completions", stream_body(prompts[i % prompts.size()], kTokens));
+      std::string raw = client.read_until("\"text\"");
+      streaming.count_down();
+      raw += client.read_until("data: [DONE]");
+      completed.fetch_add(1);
+      results[i] = summarize_stream(std::move(raw));
+    });
+  }
+  streaming.wait();
+
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "the little dog ran ";
+  const std::string deep = R"({"model":"ts","messages":[{"role":"user","content":"hi"}],"x":)" +
+                           std::string(70, '[') + std::string(70, ']') + "}";
+  struct BadCase {
+    const char* what;
+    const char* path;
+    std::string body;
+    std::optional<std::string> param;
+    std::string message_part;
+    std::optional<std::string> code;
+  };
+  const std::vector<BadCase> cases = {
+      {"malformed JSON", "/v1/chat/completions",
+       R"({"model":"ts","messages":[{"role":"user","content":"hi"})", std::nullopt,
+       "not valid JSON"},
+      {"nesting deeper than 64", "/v1/chat/completions", deep, std::nullopt,
+       "nested deeper than 64 levels"},
+      {"messages of the wrong type", "/v1/chat/completions", R"({"model":"ts","messages":"hi"})",
+       "messages", "Invalid type for 'messages': expected an array", "invalid_type"},
+      {"max_tokens of the wrong type", "/v1/completions",
+       R"({"model":"ts","prompt":"hi","max_tokens":"ten"})", "max_tokens",
+       "Invalid type for 'max_tokens': expected an integer", "invalid_type"},
+      {"invalid UTF-8 in a string", "/v1/chat/completions",
+       "{\"model\":\"ts\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\xff\xfe\"}]}",
+       std::nullopt, "not valid UTF-8"},
+      {"empty messages", "/v1/chat/completions", R"({"model":"ts","messages":[]})", "messages",
+       "'messages' must contain at least one message", "invalid_value"},
+      {"unknown role", "/v1/chat/completions",
+       R"({"model":"ts","messages":[{"role":"wizard","content":"hi"}]})", "messages[0].role",
+       "Invalid role 'wizard'", "invalid_value"},
+      {"negative max_tokens", "/v1/completions", R"({"model":"ts","prompt":"hi","max_tokens":-5})",
+       "max_tokens", "Invalid value for 'max_tokens': -5 is not in", "invalid_value"},
+      {"huge max_tokens", "/v1/chat/completions",
+       R"({"model":"ts","messages":[{"role":"user","content":"hi"}],"max_tokens":99999999999})",
+       "max_tokens", "99999999999 is not in", "invalid_value"},
+      {"max_tokens past the context", "/v1/completions",
+       R"({"model":"ts","prompt":"hi","max_tokens":100000})", "prompt",
+       "maximum context length is 512 tokens", "context_length_exceeded"},
+      {"chat prompt longer than the context", "/v1/chat/completions",
+       fmt::format(
+           R"({{"model":"ts","messages":[{{"role":"user","content":"{}"}}],"max_tokens":4}})",
+           long_text),
+       "messages", "in the messages, 4 in the completion", "context_length_exceeded"},
+      {"prompt longer than the context", "/v1/completions",
+       fmt::format(R"({{"model":"ts","prompt":"{}","max_tokens":4}})", long_text), "prompt",
+       "maximum context length is 512 tokens", "context_length_exceeded"},
+  };
+  for (const BadCase& bad : cases) {
+    SCOPED_TRACE(bad.what);
+    HttpClient client(port);
+    expect_error_body(client.post(bad.path, bad.body), 400, bad.param, bad.message_part, bad.code);
+  }
+  EXPECT_LT(completed.load(), kStreams) << "the streams ended before the bad input was all sent";
+
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE(fmt::format("stream {} ({})", i, prompts[i % prompts.size()]));
+    EXPECT_TRUE(results[i].done) << results[i].raw.substr(0, 2000);
+    EXPECT_EQ(results[i].finish_reasons, std::vector<std::string>{"length"});
+    EXPECT_EQ(results[i].completion_tokens, kTokens);
+    EXPECT_EQ(results[i].text, expected[i % prompts.size()]);
+  }
+  // The server is still healthy and serves the next request.
+  HttpClient client(port);
+  EXPECT_EQ(client.get("/health").result_int(), 200);
+}
+
+}  // namespace
+}  // namespace tern::testing
