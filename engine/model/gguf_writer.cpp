@@ -21,6 +21,37 @@ void GgufWriter::append_pod(T value) {
   metadata_.insert(metadata_.end(), bytes, bytes + sizeof(T));
 }
 
+// An integer (or bool) metadata value in the width its type says.
+void GgufWriter::append_integer(GgufValueType type, std::int64_t value) {
+  switch (type) {
+    case GgufValueType::uint8:
+    case GgufValueType::boolean:
+      append_pod(static_cast<std::uint8_t>(value));
+      break;
+    case GgufValueType::int8:
+      append_pod(static_cast<std::int8_t>(value));
+      break;
+    case GgufValueType::uint16:
+      append_pod(static_cast<std::uint16_t>(value));
+      break;
+    case GgufValueType::int16:
+      append_pod(static_cast<std::int16_t>(value));
+      break;
+    case GgufValueType::uint32:
+      append_pod(static_cast<std::uint32_t>(value));
+      break;
+    case GgufValueType::int32:
+      append_pod(static_cast<std::int32_t>(value));
+      break;
+    case GgufValueType::uint64:
+      append_pod(static_cast<std::uint64_t>(value));
+      break;
+    default:
+      append_pod(value);
+      break;
+  }
+}
+
 void GgufWriter::append_string(std::string_view value) {
   append_pod<std::uint64_t>(value.size());
   const auto* bytes = reinterpret_cast<const std::byte*>(value.data());
@@ -108,34 +139,7 @@ Status GgufWriter::copy_metadata(const GgufFile& source, std::string_view key) {
       break;
     default: {
       const std::int64_t value = *source.get_int(key);
-      copy_scalar(type, [&] {
-        switch (type) {
-          case GgufValueType::uint8:
-            append_pod(static_cast<std::uint8_t>(value));
-            break;
-          case GgufValueType::int8:
-            append_pod(static_cast<std::int8_t>(value));
-            break;
-          case GgufValueType::uint16:
-            append_pod(static_cast<std::uint16_t>(value));
-            break;
-          case GgufValueType::int16:
-            append_pod(static_cast<std::int16_t>(value));
-            break;
-          case GgufValueType::uint32:
-            append_pod(static_cast<std::uint32_t>(value));
-            break;
-          case GgufValueType::int32:
-            append_pod(static_cast<std::int32_t>(value));
-            break;
-          case GgufValueType::uint64:
-            append_pod(static_cast<std::uint64_t>(value));
-            break;
-          default:
-            append_pod(static_cast<std::int64_t>(value));
-            break;
-        }
-      });
+      copy_scalar(type, [&] { append_integer(type, value); });
       return Status::success();
     }
   }
@@ -170,32 +174,7 @@ Status GgufWriter::copy_metadata(const GgufFile& source, std::string_view key) {
         for (double value : array.numbers()) append_pod(value);
         return Status::success();
       }
-      for (std::int64_t value : array.integers()) {
-        switch (element) {
-          case GgufValueType::uint8:
-          case GgufValueType::boolean:
-            append_pod(static_cast<std::uint8_t>(value));
-            break;
-          case GgufValueType::int8:
-            append_pod(static_cast<std::int8_t>(value));
-            break;
-          case GgufValueType::uint16:
-            append_pod(static_cast<std::uint16_t>(value));
-            break;
-          case GgufValueType::int16:
-            append_pod(static_cast<std::int16_t>(value));
-            break;
-          case GgufValueType::uint32:
-            append_pod(static_cast<std::uint32_t>(value));
-            break;
-          case GgufValueType::uint64:
-            append_pod(static_cast<std::uint64_t>(value));
-            break;
-          default:
-            append_pod(value);
-            break;
-        }
-      }
+      for (std::int64_t value : array.integers()) append_integer(element, value);
       return Status::success();
     }
   }

@@ -49,6 +49,7 @@ class GgufWriter {
   };
   void append_key(std::string_view key, GgufValueType type);
   void append_string(std::string_view value);
+  void append_integer(GgufValueType type, std::int64_t value);
   template <typename T>
   void append_pod(T value);
 
