@@ -229,6 +229,58 @@ TEST(Cli, GenerateRejectsOutOfVocabularyIds) {
   EXPECT_NE(result.output.find("outside the vocabulary"), std::string::npos) << result.output;
 }
 
+// All 8 reference prompts through one engine, 3 in flight: each output equals the reference.
+TEST(Cli, GeneratePromptsFileMatchesTheReferenceInInputOrder) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
+  simdjson::dom::parser parser;
+  std::ifstream file(reference);
+  std::vector<std::string> expected;
+  std::vector<std::string> expected_finish;  // the reference stops at EOS (id 2) or at 48 tokens
+  const std::filesystem::path prompts =
+      std::filesystem::temp_directory_path() / fmt::format("tern-prompts-{}.jsonl", ::getpid());
+  {
+    std::ofstream out(prompts);
+    for (std::string line; std::getline(file, line);) {
+      simdjson::dom::element record = parser.parse(line);
+      out << fmt::format(R"({{"prompt_ids": [{}], "max_tokens": {}, "temperature": 0}})",
+                         join_ids(record["prompt_ids"].get_array()),
+                         record["greedy_ids"].get_array().size())
+          << "\n";
+      expected.push_back(join_ids(record["greedy_ids"].get_array()));
+      const simdjson::dom::array greedy = record["greedy_ids"].get_array();
+      expected_finish.push_back(std::int64_t(greedy.at(greedy.size() - 1)) == 2 ? "stop"
+                                                                                : "length");
+    }
+  }
+  const CommandResult result =
+      run(fmt::format("generate --model '{}' --prompts-file '{}' --parallel 3", model.string(),
+                      prompts.string()),
+          true);
+  std::filesystem::remove(prompts);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  std::istringstream lines(result.output);
+  std::size_t index = 0;
+  for (std::string line; std::getline(lines, line); ++index) {
+    ASSERT_LT(index, expected.size()) << line;
+    simdjson::dom::element record = parser.parse(line);
+    EXPECT_EQ(join_ids(record["output_ids"].get_array()), expected[index]) << "prompt " << index;
+    EXPECT_EQ(std::string_view(record["finish_reason"]), expected_finish[index])
+        << "prompt " << index;
+  }
+  EXPECT_EQ(index, expected.size());
+}
+
+TEST(Cli, BenchBatchPrintsOneRowPerBatchSize) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-q8_0.gguf");
+  const CommandResult result =
+      run(fmt::format("bench --model '{}' --batch 1,4 -p 16 -n 4 -t 1", model.string()), true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("| B | PP t/s | TG t/s |"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("\n| 1 | "), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("\n| 4 | "), std::string::npos) << result.output;
+}
+
 // Every reference render of ../shared, through the command line, byte for byte.
 TEST(Cli, ChatTemplateRendersReferenceCases) {
   for (const std::string family : {"qwen3", "llama3"}) {
