@@ -1,7 +1,5 @@
 #include "service/openai/chat_response.h"
 
-#include "service/sse.h"
-
 namespace tern::service::openai {
 namespace {
 
@@ -121,20 +119,7 @@ void ChatChunkEncoder::finish(std::string& out, int index, FinishReason reason) 
 }
 
 void ChatChunkEncoder::done(std::string& out, const Usage& usage) {
-  if (include_usage_) {
-    out += "data: ";
-    JsonWriter json(out);
-    json.begin_object()
-        .field("id", meta_.id)
-        .field("object", "chat.completion.chunk")
-        .field("created", meta_.created)
-        .field("model", meta_.model);
-    json.key("choices").begin_array().end_array();
-    write_usage(json, usage);
-    json.end_object();
-    out += "\n\n";
-  }
-  out += kSseDone;
+  write_stream_end(out, meta_, "chat.completion.chunk", include_usage_, usage);
 }
 
 }  // namespace tern::service::openai

@@ -1,7 +1,5 @@
 #include "service/openai/completion_response.h"
 
-#include "service/sse.h"
-
 namespace tern::service::openai {
 
 void write_completion_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
@@ -95,20 +93,7 @@ void CompletionChunkEncoder::finish(std::string& out, int index, FinishReason re
 }
 
 void CompletionChunkEncoder::done(std::string& out, const Usage& usage) {
-  if (include_usage_) {
-    out += "data: ";
-    JsonWriter json(out);
-    json.begin_object()
-        .field("id", meta_.id)
-        .field("object", "text_completion")
-        .field("created", meta_.created)
-        .field("model", meta_.model);
-    json.key("choices").begin_array().end_array();
-    write_usage(json, usage);
-    json.end_object();
-    out += "\n\n";
-  }
-  out += kSseDone;
+  write_stream_end(out, meta_, "text_completion", include_usage_, usage);
 }
 
 }  // namespace tern::service::openai

@@ -1,10 +1,30 @@
 #include "service/openai/response_common.h"
 
+#include "service/sse.h"
+
 #include <atomic>
 #include <chrono>
 #include <random>
 
 namespace tern::service::openai {
+
+void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_view object,
+                      bool include_usage, const Usage& usage) {
+  if (include_usage) {
+    out += "data: ";
+    JsonWriter json(out);
+    json.begin_object()
+        .field("id", meta.id)
+        .field("object", object)
+        .field("created", meta.created)
+        .field("model", meta.model);
+    json.key("choices").begin_array().end_array();
+    write_usage(json, usage);
+    json.end_object();
+    out += "\n\n";
+  }
+  out += kSseDone;
+}
 
 void write_usage(JsonWriter& json, const Usage& usage) {
   json.key("usage").begin_object();

@@ -26,6 +26,12 @@ struct ChoiceOutput {
 // "usage":{prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:{cached_tokens}}
 void write_usage(JsonWriter& json, const Usage& usage);
 
+// The end of a stream: the usage chunk (an empty `choices` and the final usage) when the client
+// asked for it with stream_options.include_usage, then `data: [DONE]`. `object` is the chunk
+// type, "chat.completion.chunk" or "text_completion".
+void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_view object,
+                      bool include_usage, const Usage& usage);
+
 // A fresh id such as "chatcmpl-3f9c..." (prefix plus 32 random hex digits).
 std::string make_response_id(std::string_view prefix);
 
