@@ -236,6 +236,28 @@ TEST_F(ServerTest, ChatCompletionStreamedFormatAndHeaders) {
   EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
 }
 
+// While no token arrives (a long prefill), the stream carries SSE comments so proxies do not
+// time it out; the events themselves are unchanged.
+TEST_F(ServerTest, SlowStreamsCarryKeepaliveComments) {
+  ServerConfig config = default_config();
+  config.timeouts.sse_keepalive_s = 0.05;
+  start(config, {std::chrono::milliseconds(300), 2});
+  Client c = client();
+  const Response response = c.request(http::verb::post, "/v1/chat/completions",
+                                      R"({"model":"fake","stream":true,"max_tokens":2,)"
+                                      R"("messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_EQ(response.result_int(), 200);
+  const std::string& body = response.body();
+  std::size_t comments = 0;
+  for (std::size_t at = body.find(": keepalive\n\n"); at != std::string::npos;
+       at = body.find(": keepalive\n\n", at + 1)) {
+    ++comments;
+  }
+  EXPECT_GE(comments, 1u) << body;  // about 300 ms of waiting at one comment per 50 ms
+  EXPECT_NE(body.find(R"("delta":{"content":"tok1 "})"), std::string::npos) << body;
+  EXPECT_TRUE(body.ends_with("data: [DONE]\n\n")) << body;
+}
+
 TEST_F(ServerTest, CompletionsTokenizeDetokenize) {
   start();
   Client c = client();
