@@ -258,6 +258,38 @@ TEST_F(ServerTest, SlowStreamsCarryKeepaliveComments) {
   EXPECT_TRUE(body.ends_with("data: [DONE]\n\n")) << body;
 }
 
+// Past limits.max_connections a new connection gets a 503 with Retry-After and is closed; the
+// connections already open keep working, and a slot freed by a close is usable again.
+TEST_F(ServerTest, ConnectionCapAnswers503AndRecovers) {
+  ServerConfig config = default_config();
+  config.limits.max_connections = 2;
+  start(config);
+  Client first = client();
+  Client second = client();
+  EXPECT_EQ(first.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_EQ(second.request(http::verb::get, "/health").result_int(), 200);
+  {
+    Client third = client();
+    const Response refused = third.read();
+    EXPECT_EQ(refused.result_int(), 503);
+    EXPECT_EQ(refused[http::field::retry_after], "1");
+    EXPECT_NE(refused.body().find("connection limit"), std::string::npos) << refused.body();
+  }
+  EXPECT_EQ(first.request(http::verb::get, "/health").result_int(), 200);
+  second.socket().close();
+  int status = 0;
+  for (int attempt = 0; attempt < 100 && status != 200; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Client retry = client();
+    retry.send(http::verb::get, "/health");
+    http::response<http::string_body> response;
+    beast::error_code ec;
+    http::read(retry.socket(), retry.buffer(), response, ec);
+    status = ec ? 0 : response.result_int();
+  }
+  EXPECT_EQ(status, 200);
+}
+
 TEST_F(ServerTest, CompletionsTokenizeDetokenize) {
   start();
   Client c = client();
