@@ -266,8 +266,7 @@ bool quantize_row(TensorType type, const float* src, void* dst, std::int64_t n) 
       std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
       return true;
     case TensorType::f16:
-      for (std::int64_t i = 0; i < n; ++i)
-        static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = f32_to_f16(src[i]);
       return true;
     case TensorType::bf16:
       for (std::int64_t i = 0; i < n; ++i)

@@ -23,8 +23,8 @@ inline std::filesystem::path shared_path(const std::string& relative) {
 }  // namespace tern::testing
 
 // Skips the current test unless ../shared/<relative> exists; evaluates to the full path.
-#define TERN_REQUIRE_SHARED(variable, relative)                                          \
-  const std::filesystem::path variable = ::tern::testing::shared_path(relative);          \
-  if (!std::filesystem::exists(variable)) {                                               \
+#define TERN_REQUIRE_SHARED(variable, relative)                                              \
+  const std::filesystem::path variable = ::tern::testing::shared_path(relative);             \
+  if (!std::filesystem::exists(variable)) {                                                  \
     GTEST_SKIP() << "needs " << variable.string() << " (../shared is absent or incomplete)"; \
   }
