@@ -5,6 +5,7 @@
 // The destructor kills a child that is still running.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,8 +23,10 @@ namespace tern::testing {
 
 class ServeProcess {
  public:
-  // Runs `binary serve ARGS...` with stderr (the log) going to a file of its own.
-  ServeProcess(const std::string& binary, const std::vector<std::string>& arguments) {
+  // Runs `binary serve ARGS...` with stderr (the log) going to a file of its own; with
+  // `open_file_limit`, under that RLIMIT_NOFILE (soft and hard, so the server cannot raise it).
+  ServeProcess(const std::string& binary, const std::vector<std::string>& arguments,
+               std::optional<rlim_t> open_file_limit = std::nullopt) {
     static int instance = 0;
     log_path_ =
         std::filesystem::temp_directory_path() /
@@ -37,6 +40,10 @@ class ServeProcess {
     if (pid_ == 0) {
       const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) dup2(fd, 2);
+      if (open_file_limit) {
+        const rlimit limit{*open_file_limit, *open_file_limit};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       execv(binary.c_str(), argv.data());
       _exit(127);
     }

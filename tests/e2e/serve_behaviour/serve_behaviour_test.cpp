@@ -1,8 +1,10 @@
 // Behaviour of the real `tern serve` binary with TinyStories: the 429 path of a full waiting
-// queue, SIGTERM drain with streams in flight, `promtool check metrics` on the live /metrics, and
+// queue, SIGTERM drain with streams in flight, `promtool check metrics` on the live /metrics,
+// accept() backing off when descriptors run out, and
 // bad input answered precisely while 50 streams run undisturbed.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,7 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <latch>
+#include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,14 +53,16 @@ class ServeBehaviourTest : public ::testing::Test {
   }
 
   // Starts the server and waits until /ready is 200; returns its port (0 on failure).
-  int start(const std::string& model_keys = {}) {
+  int start(const std::string& model_keys = {},
+            std::optional<rlim_t> open_file_limit = std::nullopt) {
     config_path_ = std::filesystem::temp_directory_path() /
                    fmt::format("tern-behaviour-{}-{}.yaml", ::getpid(), ++configs_);
     std::ofstream(config_path_) << fmt::format(
         "server:\n  host: 127.0.0.1\n  port: 0\n"
         "models:\n  - name: ts\n    path: {}\n    kv_cache_bytes: 64MiB\n    required: true\n{}",
         shared_path(kModelDir).string(), model_keys);
-    serve_.emplace(TERN_BINARY, std::vector<std::string>{"--config", config_path_.string()});
+    serve_.emplace(TERN_BINARY, std::vector<std::string>{"--config", config_path_.string()},
+                   open_file_limit);
     if (!serve_->started()) return 0;
     const int port = serve_->wait_for_port();
     if (port == 0) return 0;
@@ -409,6 +415,75 @@ TEST_F(ServeBehaviourTest, BadInputWhileFiftyStreamsRun) {
   // The server is still healthy and serves the next request.
   HttpClient client(port);
   EXPECT_EQ(client.get("/health").result_int(), 200);
+}
+
+}  // namespace
+}  // namespace tern::testing
+
+namespace tern::testing {
+namespace {
+
+// User plus system CPU seconds the process has used so far (from /proc/PID/stat).
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::size_t after_name = text.rfind(')');
+  if (after_name == std::string::npos) return -1;
+  std::istringstream fields(text.substr(after_name + 2));
+  std::string field;
+  double ticks = 0;
+  for (int index = 3; fields >> field; ++index) {
+    if (index == 14 || index == 15) ticks += std::stod(field);
+    if (index == 15) break;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::size_t count_occurrences(const std::string& text, std::string_view needle) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+// With its descriptors used up, the server keeps serving the connections it has, retries
+// accept() with a backoff instead of spinning on EMFILE, and accepts again once some close.
+TEST_F(ServeBehaviourTest, OutOfDescriptorsKeepsServingAndBacksOffAccept) {
+  const int port = start({}, 64);
+  ASSERT_NE(port, 0) << serve_->log();
+  HttpClient held(port);
+  ASSERT_EQ(held.get("/health").result_int(), 200);
+
+  // More connections than descriptors: the rest wait in the listen backlog while accept() fails.
+  std::vector<std::unique_ptr<HttpClient>> flood;
+  for (int i = 0; i < 100; ++i) flood.push_back(std::make_unique<HttpClient>(port));
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (serve_->log().find("accept failed") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(serve_->log().find("accept failed"), std::string::npos) << serve_->log();
+
+  const double cpu_before = cpu_seconds(serve_->pid());
+  std::this_thread::sleep_for(2s);
+  const double cpu_used = cpu_seconds(serve_->pid()) - cpu_before;
+  // A loop retrying accept() at once would burn a whole core (and log every attempt).
+  EXPECT_LT(cpu_used, 1.0);
+  EXPECT_LT(count_occurrences(serve_->log(), "accept failed"), 20u) << serve_->log();
+
+  // The connection it already had still works, streaming included.
+  EXPECT_EQ(held.get("/health").result_int(), 200);
+  held.send(Verb::post, "/v1/completions", stream_body("Once upon a time", 8));
+  const StreamResult stream = summarize_stream(held.read_until("data: [DONE]\n\n"));
+  EXPECT_TRUE(stream.done);
+  EXPECT_EQ(stream.completion_tokens, 8);
+
+  // Descriptors come back when the flood closes; new connections are accepted again.
+  flood.clear();
+  HttpClient fresh(port);
+  EXPECT_EQ(fresh.get("/health").result_int(), 200);
 }
 
 }  // namespace

@@ -195,6 +195,7 @@ void FakeModelService::produce() {
         event.kind = last ? GenerationEvent::Kind::finish : GenerationEvent::Kind::delta;
         event.index = choice;
         event.text = fmt::format("tok{} ", state->produced);
+        event.text.append(options_.token_padding_bytes, 'x');
         event.logprobs.push_back(TokenLogprob{event.text, -0.5, {{event.text, -0.5}, {"x", -2}}});
         event.finish_reason = state->stop_finish ? FinishReason::stop : FinishReason::length;
         state->push(std::move(event));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -19,6 +20,8 @@ class FakeModelService final : public ModelService {
   struct Options {
     std::chrono::milliseconds token_interval{2};
     int default_max_tokens = 5;
+    // Padding appended to every token's text, to make streams produce many bytes fast.
+    std::size_t token_padding_bytes = 0;
   };
   explicit FakeModelService(Options options);
   FakeModelService() : FakeModelService(Options{}) {}

@@ -444,6 +444,72 @@ TEST_F(ServerTest, ClientDisconnectCancelsTheRequest) {
   EXPECT_EQ(fake_->active_count(), 0);
 }
 
+// A client that stops reading is dropped once its stream has stayed over the output bound for
+// slow_client_s: its request is cancelled, its connection closed, and a stream beside it that
+// reads normally is not disturbed (the producer never waits on the slow one).
+TEST_F(ServerTest, SlowClientIsDroppedAndItsRequestCancelled) {
+  ServerConfig config = default_config();
+  config.limits.stream_buffer_bytes = 64 << 10;
+  config.timeouts.slow_client_s = 0.5;
+  testing::FakeModelService::Options fake_options{std::chrono::milliseconds(1), 5};
+  fake_options.token_padding_bytes = 16 << 10;  // about 16 MB/s per stream
+  start(config, fake_options);
+
+  // A small receive buffer so the kernel cannot absorb the whole stream on the client's behalf.
+  asio::io_context io;
+  tcp::socket slow(io);
+  slow.open(tcp::v4());
+  slow.set_option(asio::socket_base::receive_buffer_size(4096));
+  slow.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
+  http::request<http::string_body> request{http::verb::post, "/v1/chat/completions", 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.set(http::field::content_type, "application/json");
+  request.body() = R"({"model":"fake","stream":true,"max_tokens":1000000,)"
+                   R"("messages":[{"role":"user","content":"slow"}]})";
+  request.prepare_payload();
+  http::write(slow, request);
+  beast::flat_buffer slow_buffer;
+  http::response_parser<http::empty_body> header;
+  http::read_header(slow, slow_buffer, header);
+  ASSERT_EQ(header.get().result_int(), 200);
+  // From here on the slow client reads nothing.
+
+  Client reader = client();
+  const Response normal = reader.request(http::verb::post, "/v1/chat/completions",
+                                         R"({"model":"fake","stream":true,"max_tokens":50,)"
+                                         R"("messages":[{"role":"user","content":"hi"}]})");
+  EXPECT_EQ(normal.result_int(), 200);
+  EXPECT_TRUE(normal.body().ends_with("data: [DONE]\n\n"));
+  EXPECT_NE(normal.body().find("tok49 "), std::string::npos);
+
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (fake_->cancelled_count() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(fake_->cancelled_count(), 1);
+  while (fake_->active_count() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(fake_->active_count(), 0);
+
+  // What the kernel already held still arrives, then the server's close.
+  timeval tv{5, 0};
+  setsockopt(slow.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::vector<char> sink(1 << 16);
+  beast::error_code ec;
+  std::size_t drained = 0;
+  while (!ec) drained += slow.read_some(asio::buffer(sink), ec);
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  EXPECT_LT(drained, std::size_t{64} << 20);  // not the million-token stream
+
+  const Response scraped = reader.request(http::verb::get, "/metrics");
+  EXPECT_NE(
+      scraped.body().find(
+          R"(tern_requests_total{model="fake",endpoint="/v1/chat/completions",status="499"} 1)"),
+      std::string::npos)
+      << scraped.body();
+}
+
 TEST_F(ServerTest, HealthAnswersWhileManyStreamsAreOpen) {
   start(default_config(), {std::chrono::milliseconds(20), 5});
   constexpr int kStreams = 200;
