@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -444,7 +446,10 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   }
   auto state = std::make_unique<State>(backend, tokenizer, options, num_blocks, scheduler);
   State* raw = state.get();
-  state->thread = std::thread([raw] { raw->run(); });
+  state->thread = std::thread([raw] {
+    pthread_setname_np(pthread_self(), "tern-engine");  // for top -H, perf and gdb
+    raw->run();
+  });
   return std::unique_ptr<Engine>(new Engine(std::move(state)));
 }
 

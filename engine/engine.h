@@ -25,7 +25,10 @@ struct EngineOptions {
   // exceed the sequences per pass the backend was built for.
   SchedulerOptions scheduler;
   std::size_t submit_queue_capacity = 1024;
-  std::size_t event_channel_capacity = 1024;
+  // Events buffered per request (each slot is ~140 bytes, allocated with the request). The
+  // consumer drains it as tokens arrive; when it falls behind, the policy of Request decides.
+  // 64 keeps thousands of open streams cheap (1024 cost ~140 KiB per stream).
+  std::size_t event_channel_capacity = 64;
 };
 
 // A snapshot of the engine's counters; times are totals since start, in seconds.

@@ -14,6 +14,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   prometheus  # promtool, for the /metrics format test
   nginx  # the load balancer of the deployment e2e test (docker/compose.yaml)
+  gnuplot-nox  # tern-loadgen --plot (docs/loadgen.md)
 )
 
 missing=()

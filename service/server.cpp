@@ -1,10 +1,13 @@
 #include "service/server.h"
 
+#include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -14,6 +17,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -132,7 +136,9 @@ struct Server::Impl {
         metrics(metrics_in),
         options(options_in),
         keys(config_in.api_keys),
-        io(config_in.io_threads),
+        io(1),
+        streams_io(config_in.io_threads),
+        streams_work(asio::make_work_guard(streams_io)),
         acceptor(io),
         signals(io),
         pool(static_cast<std::size_t>(std::max(1, options_in.preparation_threads))) {}
@@ -167,6 +173,9 @@ struct Server::Impl {
 
   Status start() {
     raise_file_limit();
+    // Creates the streams context's reactor (an epoll, an eventfd, a timerfd) now: created
+    // lazily by the first hand-over, it would fail when the descriptors have run out.
+    { tcp::socket reactor_warm_up(streams_io); }
     boost::system::error_code ec;
     const auto address = asio::ip::make_address(config.host, ec);
     if (ec) return Error{fmt::format("server.host '{}' is not an IP address", config.host)};
@@ -199,7 +208,7 @@ struct Server::Impl {
       if (ec) return;
       if (draining.load()) {
         spdlog::warn("signal {} again: stopping now", signal);
-        io.stop();
+        stop_both();
         return;
       }
       spdlog::info("signal {}: draining (up to {} s); send it again to stop now", signal,
@@ -209,11 +218,24 @@ struct Server::Impl {
     });
   }
 
+  // The calling thread runs the control context; io_threads more run the streams.
   void run() {
     std::vector<std::thread> threads;
-    for (int i = 1; i < config.io_threads; ++i) threads.emplace_back([this] { io.run(); });
+    for (int i = 0; i < config.io_threads; ++i) {
+      threads.emplace_back([this] {
+        pthread_setname_np(pthread_self(), "tern-io");  // for top -H, perf and gdb
+        streams_io.run();
+      });
+    }
     io.run();
+    stop_both();
     for (std::thread& thread : threads) thread.join();
+  }
+
+  void stop_both() {
+    streams_work.reset();
+    streams_io.stop();
+    io.stop();
   }
 
   // Strand-free: runs on an io thread via post.
@@ -238,7 +260,7 @@ struct Server::Impl {
     }
     boost::system::error_code ignored;
     signals.cancel(ignored);
-    io.stop();
+    stop_both();
   }
 
   // --- accepting -------------------------------------------------------------------------------
@@ -268,7 +290,10 @@ struct Server::Impl {
         asio::co_spawn(connection.get_executor(), reject(std::move(connection)), asio::detached);
         continue;
       }
-      asio::co_spawn(connection.get_executor(), session(std::move(connection)), asio::detached);
+      asio::co_spawn(connection.get_executor(),
+                     session(std::move(connection), beast::flat_buffer{}, nullptr,
+                             std::make_unique<ConnectionCount>(*this)),
+                     asio::detached);
     }
   }
 
@@ -303,12 +328,72 @@ struct Server::Impl {
     }
   };
 
-  awaitable<void> session(tcp::socket socket) {
-    ConnectionCount count(*this);
+  // Generation and tokenizer requests move their connection to the streams context; everything
+  // else (health, readiness, metrics, models, errors) is answered on the control context.
+  static bool served_on_streams(const Request& request) {
+    const auto route = match_route(request.method_string(), request.target());
+    if (!route) return false;
+    switch (route->endpoint) {
+      case Endpoint::chat_completions:
+      case Endpoint::completions:
+      case Endpoint::tokenize:
+      case Endpoint::detokenize:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Re-registers the connection with the streams context and continues it there, starting with
+  // `request` (already counted in active_requests). False when the socket could not be moved.
+  bool hand_over(beast::tcp_stream& stream, beast::flat_buffer& buffer, Request& request,
+                 std::unique_ptr<ConnectionCount>& count) {
+    boost::system::error_code ec;
+    const auto protocol = stream.socket().local_endpoint(ec).protocol();
+    if (ec) return false;
+    const tcp::socket::native_handle_type fd = stream.socket().release(ec);
+    if (ec) return false;
+    tcp::socket moved(streams_io);
+    if (moved.assign(protocol, fd, ec); ec) {
+      ::close(fd);
+      return true;  // the connection is lost either way; nothing is left to answer on
+    }
+    auto strand = asio::make_strand(streams_io);
+    asio::co_spawn(strand,
+                   session(std::move(moved), std::move(buffer),
+                           std::make_unique<Request>(std::move(request)), std::move(count)),
+                   asio::detached);
+    return true;
+  }
+
+  // One connection's requests, in order. A session starts on the control context (`pending`
+  // null) and reads requests there; the first generation request hands the connection over to
+  // the streams context, where a new session continues with it as `pending`. So thousands of
+  // streams and request bursts never queue in front of a /health probe.
+  awaitable<void> session(tcp::socket socket, beast::flat_buffer buffer,
+                          std::unique_ptr<Request> pending,
+                          std::unique_ptr<ConnectionCount> count) {
+    const bool on_control = pending == nullptr;
+    if (on_control) {
+      // Tokens go out as small writes; with Nagle's algorithm each waited for the client's
+      // delayed ACK, about 40 ms on Linux, before the first token of every stream.
+      boost::system::error_code no_delay_error;  // a socket that refuses still works
+      socket.set_option(tcp::no_delay(true), no_delay_error);
+    }
     beast::tcp_stream stream(std::move(socket));
-    beast::flat_buffer buffer;
     bool first = true;
     for (;;) {
+      if (pending) {
+        Request request = std::move(*pending);
+        pending.reset();
+        first = false;
+        RequestRecord record;
+        const bool keep_alive = co_await handle(stream, buffer, request, record);
+        active_requests.fetch_sub(1);
+        log_request(request, record);
+        if (!keep_alive || draining.load()) break;
+        continue;
+      }
       // Idle keep-alive: wait for the next request's first byte.
       if (!first && buffer.size() == 0) {
         stream.expires_after(seconds(config.timeouts.idle_s));
@@ -370,10 +455,14 @@ struct Server::Impl {
       }
       stream.expires_never();
 
+      Request request = parser.release();
       active_requests.fetch_add(1);
-      const bool keep_alive = co_await handle(stream, buffer, parser.get(), record);
+      if (on_control && served_on_streams(request)) {
+        if (hand_over(stream, buffer, request, count)) co_return;
+      }
+      const bool keep_alive = co_await handle(stream, buffer, request, record);
       active_requests.fetch_sub(1);
-      log_request(parser.get(), record);
+      log_request(request, record);
       if (!keep_alive || draining.load()) break;
     }
     boost::system::error_code ignored;
@@ -883,7 +972,11 @@ struct Server::Impl {
   ServiceMetrics& metrics;
   const Options options;
   const ApiKeys keys;
+  // Two event loops: `io` (one thread) accepts, reads requests and answers the operational
+  // endpoints; `streams_io` (io_threads threads) carries generation requests and their streams.
   asio::io_context io;
+  asio::io_context streams_io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> streams_work;
   tcp::acceptor acceptor;
   asio::signal_set signals;
   asio::thread_pool pool;
@@ -914,7 +1007,7 @@ void Server::drain() {
 }
 
 void Server::stop() {
-  impl_->io.stop();
+  impl_->stop_both();
 }
 bool Server::draining() const {
   return impl_->draining.load();

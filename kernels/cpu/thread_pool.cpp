@@ -9,6 +9,7 @@
 
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -124,6 +125,9 @@ void ThreadPool::worker_loop(int thread_index) {
   // first gets scheduled must still count as new work, or the caller waits forever.
   std::uint32_t seen = 0;
   inside_pool_task = true;
+#if defined(__linux__)
+  pthread_setname_np(pthread_self(), "tern-compute");  // for top -H, perf and gdb
+#endif
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
     if (!spin_until(started)) {

@@ -59,18 +59,32 @@ class HttpClient {
     return response;
   }
 
+  // The last chunk of a chunked response: what a streamed response ends with, after [DONE].
+  // Reading up to it leaves nothing of the response behind for the next one on the connection.
+  static constexpr std::string_view kChunkedEnd = "\r\n0\r\n\r\n";
+
   // Reads raw bytes until `marker` shows up or the peer closes (streamed responses); returns
-  // everything read, headers included.
+  // everything up to and including the marker, headers included. Bytes after it stay buffered
+  // for the next read.
   std::string read_until(std::string_view marker) {
     std::string seen(static_cast<const char*>(buffer_.data().data()), buffer_.size());
     buffer_.consume(buffer_.size());
     char chunk[4096];
-    while (seen.find(marker) == std::string::npos) {
+    std::size_t at = seen.find(marker);
+    while (at == std::string::npos) {
       boost::beast::error_code ec;
       const std::size_t n = socket_.read_some(boost::asio::buffer(chunk), ec);
-      if (ec) break;
+      if (ec) return seen;
       seen.append(chunk, n);
+      at =
+          seen.find(marker, seen.size() - n >= marker.size() ? seen.size() - n - marker.size() : 0);
     }
+    const std::size_t end = at + marker.size();
+    const std::string_view rest = std::string_view(seen).substr(end);
+    boost::asio::buffer_copy(buffer_.prepare(rest.size()),
+                             boost::asio::buffer(rest.data(), rest.size()));
+    buffer_.commit(rest.size());
+    seen.resize(end);
     return seen;
   }
 

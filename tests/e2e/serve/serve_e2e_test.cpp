@@ -197,7 +197,7 @@ TEST_F(ServeTest, StreamedChatHasOpenAiChunkSequence) {
   c.send(
       http::verb::post, "/v1/chat/completions",
       R"({"model":"tinystories","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":12,"temperature":0,"stream":true,"stream_options":{"include_usage":true}})");
-  const std::string raw = c.read_until("data: [DONE]");
+  const std::string raw = c.read_until(Client::kChunkedEnd);
   ASSERT_NE(raw.find("HTTP/1.1 200"), std::string::npos) << raw;
   EXPECT_NE(raw.find("Content-Type: text/event-stream"), std::string::npos) << raw;
   const std::vector<std::string> events = sse_data(raw);

@@ -217,7 +217,7 @@ TEST_F(ServeBehaviourTest, SigtermDrainsStreamsInFlight) {
       client.send(Verb::post, "/v1/completions", stream_body("Once upon a time", kTokens));
       std::string raw = client.read_until("\"text\"");
       streaming.count_down();
-      raw += client.read_until("data: [DONE]");
+      raw += client.read_until(HttpClient::kChunkedEnd);
       completed.fetch_add(1);
       results[i] = summarize_stream(std::move(raw));
     });
@@ -273,7 +273,7 @@ TEST_F(ServeBehaviourTest, LiveMetricsPassPromtool) {
                 .result_int(),
             200);
   client.send(Verb::post, "/v1/completions", stream_body("The cat", 8));
-  EXPECT_TRUE(summarize_stream(client.read_until("data: [DONE]")).done);
+  EXPECT_TRUE(summarize_stream(client.read_until(HttpClient::kChunkedEnd)).done);
   EXPECT_EQ(
       client
           .post("/v1/chat/completions",
@@ -342,7 +342,7 @@ TEST_F(ServeBehaviourTest, BadInputWhileFiftyStreamsRun) {
       client.send(Verb::post, "/v1/completions", stream_body(prompts[i % prompts.size()], kTokens));
       std::string raw = client.read_until("\"text\"");
       streaming.count_down();
-      raw += client.read_until("data: [DONE]");
+      raw += client.read_until(HttpClient::kChunkedEnd);
       completed.fetch_add(1);
       results[i] = summarize_stream(std::move(raw));
     });
@@ -476,7 +476,7 @@ TEST_F(ServeBehaviourTest, OutOfDescriptorsKeepsServingAndBacksOffAccept) {
   // The connection it already had still works, streaming included.
   EXPECT_EQ(held.get("/health").result_int(), 200);
   held.send(Verb::post, "/v1/completions", stream_body("Once upon a time", 8));
-  const StreamResult stream = summarize_stream(held.read_until("data: [DONE]\n\n"));
+  const StreamResult stream = summarize_stream(held.read_until(HttpClient::kChunkedEnd));
   EXPECT_TRUE(stream.done);
   EXPECT_EQ(stream.completion_tokens, 8);
 

@@ -1,6 +1,7 @@
 #include "tests/e2e/service/fake_model_service.h"
 
 #include <deque>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -18,6 +19,7 @@ struct FakeModelService::State {
   int produced = 0;  // tokens per choice so far
   int prompt_tokens = 0;
   bool fail = false;
+  bool block = false;  // the first try_next() blocks its caller
   bool stop_finish = true;
 
   void push(GenerationEvent event) {
@@ -35,13 +37,22 @@ namespace {
 
 class FakeStream final : public GenerationStream {
  public:
-  FakeStream(std::shared_ptr<FakeModelService::State> state, std::atomic<int>& cancelled)
-      : state_(std::move(state)), cancelled_(cancelled) {}
+  FakeStream(std::shared_ptr<FakeModelService::State> state, std::atomic<int>& cancelled,
+             std::atomic<bool>& blocking, std::chrono::milliseconds block_duration)
+      : state_(std::move(state)),
+        cancelled_(cancelled),
+        blocking_(blocking),
+        block_duration_(block_duration) {}
   ~FakeStream() override {
     if (!state_->finished) cancel();
   }
 
   std::optional<GenerationEvent> try_next() override {
+    if (std::exchange(state_->block, false)) {
+      blocking_.store(true);
+      std::this_thread::sleep_for(block_duration_);
+      blocking_.store(false);
+    }
     std::lock_guard lock(state_->mutex);
     if (state_->events.empty()) return std::nullopt;
     GenerationEvent event = std::move(state_->events.front());
@@ -70,6 +81,8 @@ class FakeStream final : public GenerationStream {
  private:
   std::shared_ptr<FakeModelService::State> state_;
   std::atomic<int>& cancelled_;
+  std::atomic<bool>& blocking_;
+  std::chrono::milliseconds block_duration_;
 };
 
 }  // namespace
@@ -117,13 +130,15 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
   state->stop_finish = !max_tokens.has_value();
   state->prompt_tokens = static_cast<int>(prompt.size());
   state->fail = prompt.find("FAIL") != std::string::npos;
+  state->block = prompt.find("BLOCK") != std::string::npos;
   started_.fetch_add(1);
   {
     std::lock_guard lock(mutex_);
     active_.push_back(state);
   }
   wake_.notify_all();
-  return std::unique_ptr<GenerationStream>(std::make_unique<FakeStream>(state, cancelled_));
+  return std::unique_ptr<GenerationStream>(
+      std::make_unique<FakeStream>(state, cancelled_, blocking_, options_.block_duration));
 }
 
 openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_chat(

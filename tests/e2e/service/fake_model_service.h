@@ -22,6 +22,7 @@ class FakeModelService final : public ModelService {
     int default_max_tokens = 5;
     // Padding appended to every token's text, to make streams produce many bytes fast.
     std::size_t token_padding_bytes = 0;
+    std::chrono::milliseconds block_duration{2000};
   };
   explicit FakeModelService(Options options);
   FakeModelService() : FakeModelService(Options{}) {}
@@ -32,6 +33,8 @@ class FakeModelService final : public ModelService {
   bool ready() const override { return ready_.load(); }
   // Model "fake" (alias "fake-alias"); model "busy" answers 429. Tokens are "tok0 ", "tok1 ",
   // ... one choice after another per step; a prompt containing "FAIL" ends in an error event.
+  // A prompt containing "BLOCK" makes the server's first read of its events block the calling
+  // (streams) thread for Options::block_duration.
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
       const openai::ChatCompletionRequest& request, std::string& model_id) override;
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
@@ -43,6 +46,8 @@ class FakeModelService final : public ModelService {
   int cancelled_count() const { return cancelled_.load(); }
   int active_count() const;
   int started_count() const { return started_.load(); }
+  // True while a "BLOCK" stream holds the thread that reads it.
+  bool blocking() const { return blocking_.load(); }
 
   struct State;
 
@@ -57,6 +62,7 @@ class FakeModelService final : public ModelService {
   std::atomic<bool> ready_{true};
   std::atomic<int> cancelled_{0};
   std::atomic<int> started_{0};
+  std::atomic<bool> blocking_{false};
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<std::shared_ptr<State>> active_;

@@ -2,7 +2,13 @@
 // endpoint and error status, keep-alive, SSE framing, cancel on disconnect, drain.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -508,6 +514,57 @@ TEST_F(ServerTest, SlowClientIsDroppedAndItsRequestCancelled) {
           R"(tern_requests_total{model="fake",endpoint="/v1/chat/completions",status="499"} 1)"),
       std::string::npos)
       << scraped.body();
+}
+
+// Tokens are small writes; with Nagle's algorithm on, each stream's first token waited for the
+// client's delayed ACK (about 40 ms). The server's side of an accepted connection, found among
+// this process's descriptors, must have TCP_NODELAY set.
+TEST_F(ServerTest, AcceptedConnectionsDisableNagle) {
+  start();
+  Client c = client();
+  EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
+  const auto client_end = c.socket().local_endpoint();
+  int server_side = -1;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    sockaddr_in peer{};
+    socklen_t length = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
+    if (peer.sin_family == AF_INET && ntohs(peer.sin_port) == client_end.port() &&
+        fd != c.socket().native_handle()) {
+      server_side = fd;
+    }
+  }
+  ASSERT_GE(server_side, 0) << "the server's end of the connection was not found";
+  int no_delay = 0;
+  socklen_t length = sizeof no_delay;
+  ASSERT_EQ(getsockopt(server_side, IPPROTO_TCP, TCP_NODELAY, &no_delay, &length), 0);
+  EXPECT_NE(no_delay, 0);
+}
+
+// Operational endpoints are answered on the control thread, not on the threads that carry the
+// streams: /health answers while the only streams thread is held by a stream.
+TEST_F(ServerTest, HealthAnswersWhileTheStreamsThreadIsBusy) {
+  ServerConfig config = default_config();
+  config.io_threads = 1;
+  testing::FakeModelService::Options fake_options;
+  fake_options.block_duration = std::chrono::milliseconds(3000);
+  start(config, fake_options);
+  Client streaming = client();
+  streaming.send(http::verb::post, "/v1/chat/completions",
+                 R"({"model":"fake","stream":true,"max_tokens":3,)"
+                 R"("messages":[{"role":"user","content":"BLOCK"}]})");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!fake_->blocking() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(fake_->blocking());
+  Client probe = client();
+  EXPECT_EQ(probe.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_EQ(probe.request(http::verb::get, "/ready").result_int(), 200);
+  EXPECT_TRUE(fake_->blocking()) << "/health waited for the busy streams thread";
+  const Response finished = streaming.read();
+  EXPECT_TRUE(finished.body().ends_with("data: [DONE]\n\n"));
 }
 
 TEST_F(ServerTest, HealthAnswersWhileManyStreamsAreOpen) {
