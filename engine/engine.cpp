@@ -13,6 +13,7 @@
 #include "engine/kv_cache.h"
 #include "engine/mpsc_queue.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tern::engine {
 namespace {
@@ -448,6 +449,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   State* raw = state.get();
   state->thread = std::thread([raw] {
     pthread_setname_np(pthread_self(), "tern-engine");  // for top -H, perf and gdb
+    if (raw->options.thread_nice != 0) kernels::set_this_thread_nice(raw->options.thread_nice);
     raw->run();
   });
   return std::unique_ptr<Engine>(new Engine(std::move(state)));

@@ -24,7 +24,8 @@ int pool_size(const std::vector<ModelSpec>& specs, int threads) {
 
 ModelRegistry::ModelRegistry(std::vector<ModelSpec> specs, Options options)
     : specs_(std::move(specs)),
-      pool_(std::make_unique<kernels::ThreadPool>(pool_size(specs_, options.threads))) {
+      pool_(std::make_unique<kernels::ThreadPool>(pool_size(specs_, options.threads),
+                                                  options.compute_nice)) {
   slots_.reserve(specs_.size());
   for (std::size_t i = 0; i < specs_.size(); ++i) slots_.push_back(std::make_unique<Slot>());
   unfinished_.store(static_cast<int>(specs_.size()));

@@ -24,6 +24,7 @@ class ModelRegistry {
  public:
   struct Options {
     int threads = 0;  // compute pool size; 0: the largest ModelSpec::threads, else one per core
+    int compute_nice = 0;  // nice value of the compute pool and the engine threads
   };
 
   // Starts loading every model and returns at once.

@@ -81,6 +81,7 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   options.block_size = spec.block_size;
   options.kv_cache_bytes = kv_budget(spec, *served->backend, served->context_length);
   options.enable_prefix_caching = spec.enable_prefix_caching;
+  options.thread_nice = pool.worker_nice();  // it joins the pool's loops
   options.scheduler.max_num_seqs = spec.max_num_seqs;
   options.scheduler.max_num_batched_tokens = spec.max_num_batched_tokens;
   options.scheduler.max_waiting = spec.max_waiting_requests;

@@ -231,8 +231,8 @@ void read_timeouts(const Reader& r, const YAML::Node& node, ServerTimeouts& time
 
 void read_server(const Reader& r, const YAML::Node& node, ServerConfig& server) {
   r.expect_keys(node, "server",
-                {"host", "port", "io_threads", "api_keys", "protect_operational_endpoints",
-                 "limits", "timeouts"});
+                {"host", "port", "io_threads", "compute_nice", "control_nice", "api_keys",
+                 "protect_operational_endpoints", "limits", "timeouts"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     const std::string path = join_path("server", key);
@@ -248,6 +248,10 @@ void read_server(const Reader& r, const YAML::Node& node, ServerConfig& server) 
       if (server.io_threads < 1 || server.io_threads > 256) {
         r.fail(value, path, "must be in 1..256");
       }
+    } else if (key == "compute_nice" || key == "control_nice") {
+      int& nice = key == "compute_nice" ? server.compute_nice : server.control_nice;
+      nice = r.int32(value, path);
+      if (nice < -20 || nice > 19) r.fail(value, path, "must be in -20..19");
     } else if (key == "api_keys") {
       server.api_keys = r.string_list(value, path);
       for (std::size_t i = 0; i < server.api_keys.size(); ++i) {
@@ -484,6 +488,8 @@ std::string dump_config(const Config& config) {
   out << YAML::Key << "host" << YAML::Value << s.host;
   out << YAML::Key << "port" << YAML::Value << s.port;
   out << YAML::Key << "io_threads" << YAML::Value << s.io_threads;
+  out << YAML::Key << "compute_nice" << YAML::Value << s.compute_nice;
+  out << YAML::Key << "control_nice" << YAML::Value << s.control_nice;
   out << YAML::Key << "api_keys" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (std::size_t i = 0; i < s.api_keys.size(); ++i) out << "<redacted>";
   out << YAML::EndSeq;

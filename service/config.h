@@ -45,6 +45,10 @@ struct ServerConfig {
   std::string host = "0.0.0.0";
   int port = 8000;
   int io_threads = 1;
+  // Nice values (lower runs first): the compute pool and engine threads yield to the request
+  // path, and the control thread (accept, /health) is raised where the system allows it.
+  int compute_nice = 10;
+  int control_nice = -10;
   std::vector<std::string> api_keys;
   bool protect_operational_endpoints = false;  // /health, /ready, /metrics behind the API key
   ServerLimits limits;

@@ -33,6 +33,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include "kernels/cpu/thread_pool.h"
 #include "service/api_keys.h"
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
@@ -226,6 +227,11 @@ struct Server::Impl {
         pthread_setname_np(pthread_self(), "tern-io");  // for top -H, perf and gdb
         streams_io.run();
       });
+    }
+    // After the streams threads started: threads inherit the nice value of their creator.
+    if (config.control_nice != 0 && !kernels::set_this_thread_nice(config.control_nice)) {
+      spdlog::info("server.control_nice {} not applied (raising priority needs CAP_SYS_NICE)",
+                   config.control_nice);
     }
     io.run();
     stop_both();

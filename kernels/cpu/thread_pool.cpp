@@ -10,6 +10,7 @@
 #if defined(__linux__)
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -64,7 +65,18 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) : size_(threads < 1 ? 1 : threads) {
+bool set_this_thread_nice(int nice) {
+#if defined(__linux__)
+  // On Linux the nice value belongs to the thread: PRIO_PROCESS with a thread id sets just it.
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0;
+#else
+  (void)nice;
+  return false;
+#endif
+}
+
+ThreadPool::ThreadPool(int threads, int worker_nice)
+    : size_(threads < 1 ? 1 : threads), worker_nice_(worker_nice) {
   workers_.reserve(static_cast<std::size_t>(size_ - 1));
   for (int i = 1; i < size_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -127,6 +139,7 @@ void ThreadPool::worker_loop(int thread_index) {
   inside_pool_task = true;
 #if defined(__linux__)
   pthread_setname_np(pthread_self(), "tern-compute");  // for top -H, perf and gdb
+  if (worker_nice_ != 0) set_this_thread_nice(worker_nice_);
 #endif
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };

@@ -16,14 +16,22 @@ namespace tern::kernels {
 //
 // Calls from several threads are serialised. A call made from inside a task runs inline on the
 // calling thread (as a pool of one) instead of deadlocking.
+// Sets the calling thread's nice value (lower runs first); false when the system refuses, e.g.
+// a negative value without CAP_SYS_NICE.
+bool set_this_thread_nice(int nice);
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);  // threads >= 1, counts the caller
+  // threads >= 1, counts the caller. Workers run at `worker_nice` (0: unchanged); callers that
+  // join in (an engine thread) should run at worker_nice() too, so that no member of a parallel
+  // loop waits on a peer the kernel schedules less.
+  explicit ThreadPool(int threads, int worker_nice = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return size_; }
+  int worker_nice() const { return worker_nice_; }
 
   // Calls task(thread_index, thread_count) once on each of the size() threads (index 0 is the
   // caller) and returns when all have finished. Allocates nothing.
@@ -39,6 +47,7 @@ class ThreadPool {
   void wait_for_workers();
 
   int size_;
+  int worker_nice_ = 0;
   std::vector<std::thread> workers_;
   std::mutex callers_;  // one job at a time
   FunctionRef<void(int, int)>* task_ = nullptr;

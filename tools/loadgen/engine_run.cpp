@@ -127,8 +127,10 @@ Expected<std::unique_ptr<DirectEngine>> DirectEngine::load(const Options& option
   impl->name = spec.name;
   std::vector<engine::ModelSpec> specs;
   specs.push_back(std::move(spec));
+  // compute_nice as tern serve's default (server.compute_nice), so both runs compute alike.
+  constexpr int kServeComputeNice = 10;
   impl->registry = std::make_unique<engine::ModelRegistry>(
-      std::move(specs), engine::ModelRegistry::Options{options.threads});
+      std::move(specs), engine::ModelRegistry::Options{options.threads, kServeComputeNice});
   if (Status loaded = impl->registry->wait_until_loaded(); !loaded.ok()) {
     return Error{loaded.message()};
   }

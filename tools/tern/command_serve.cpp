@@ -121,7 +121,8 @@ int command_serve(std::span<char* const> args) {
   }
 
   // The server answers /health at once and /ready with 503 until the models have loaded.
-  engine::ModelRegistry registry(std::move(specs));
+  engine::ModelRegistry registry(std::move(specs),
+                                 {.threads = 0, .compute_nice = config->server.compute_nice});
   service::EngineModelService models(registry);
   service::ServiceMetrics metrics;
   service::Server server(config->server, models, metrics);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <vector>
 
@@ -55,6 +59,22 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin window
   pool.run([&](int, int) { calls.fetch_add(1); });
   EXPECT_EQ(calls.load(), 4);
+}
+
+// Workers take the pool's nice value (the caller keeps its own), so compute yields the CPU to
+// the request path.
+TEST(ThreadPool, WorkersRunAtTheirNiceValue) {
+  const auto thread_nice = [] {
+    return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  };
+  const int caller_nice = thread_nice();
+  if (caller_nice > 14) GTEST_SKIP() << "the test process already runs at nice " << caller_nice;
+  ThreadPool pool(2, caller_nice + 5);
+  EXPECT_EQ(pool.worker_nice(), caller_nice + 5);
+  std::vector<int> seen(2, -100);
+  pool.run([&](int index, int) { seen[static_cast<std::size_t>(index)] = thread_nice(); });
+  EXPECT_EQ(seen[0], caller_nice);
+  EXPECT_EQ(seen[1], caller_nice + 5);
 }
 
 }  // namespace

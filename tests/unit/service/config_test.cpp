@@ -32,6 +32,8 @@ TEST(Config, MinimalFileGetsDefaults) {
   EXPECT_EQ(config->server.host, "0.0.0.0");
   EXPECT_EQ(config->server.port, 8000);
   EXPECT_EQ(config->server.io_threads, 1);
+  EXPECT_EQ(config->server.compute_nice, 10);
+  EXPECT_EQ(config->server.control_nice, -10);
   EXPECT_TRUE(config->server.api_keys.empty());
   EXPECT_EQ(config->logging.level, "info");
   EXPECT_EQ(config->logging.format, LogFormat::text);
@@ -56,6 +58,8 @@ server:
   host: 127.0.0.1
   port: 9000
   io_threads: 4
+  compute_nice: 5
+  control_nice: 0
   api_keys: [a, b]
   protect_operational_endpoints: true
   limits: {max_body_bytes: 1MiB, max_header_bytes: 8KiB, max_connections: 100,
@@ -89,6 +93,8 @@ models:
   EXPECT_EQ(s.host, "127.0.0.1");
   EXPECT_EQ(s.port, 9000);
   EXPECT_EQ(s.io_threads, 4);
+  EXPECT_EQ(s.compute_nice, 5);
+  EXPECT_EQ(s.control_nice, 0);
   EXPECT_EQ(s.api_keys, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(s.protect_operational_endpoints);
   EXPECT_EQ(s.limits.max_body_bytes, 1u << 20);
@@ -181,6 +187,10 @@ TEST(Config, RangeChecks) {
   const std::vector<Case> cases = {
       {"server:\n  port: 70000\n" + models, "test.yaml:2: server.port must be in 0..65535"},
       {"server:\n  io_threads: 0\n" + models, "test.yaml:2: server.io_threads must be in 1..256"},
+      {"server:\n  compute_nice: 20\n" + models,
+       "test.yaml:2: server.compute_nice must be in -20..19"},
+      {"server:\n  control_nice: -21\n" + models,
+       "test.yaml:2: server.control_nice must be in -20..19"},
       {"server:\n  host: ''\n" + models, "test.yaml:2: server.host must not be empty"},
       {"server:\n  api_keys: ['']\n" + models, "test.yaml:2: server.api_keys[0] must not be empty"},
       {"server:\n  limits:\n    max_connections: -1\n" + models,
