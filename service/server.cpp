@@ -928,6 +928,9 @@ struct Server::Impl {
         case GenerationEvent::Kind::finish: {
           if (!event.text.empty()) generation.saw_tokens(Clock::now());
           openai::ChoiceOutput& output = choice(event.index);
+          if (output.logprobs.empty() && !event.logprobs.empty()) {
+            output.logprobs_text_offset = output.text.size();
+          }
           output.text += event.text;
           for (TokenLogprob& token : event.logprobs) output.logprobs.push_back(std::move(token));
           if (event.kind == GenerationEvent::Kind::finish) {

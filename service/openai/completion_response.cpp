@@ -39,7 +39,7 @@ std::string encode_text_completion(const ResponseMeta& meta,
     json.begin_object().field("index", index++).field("text", choice.text);
     json.key("logprobs");
     if (logprobs) {
-      write_completion_logprobs(json, choice.logprobs, 0);
+      write_completion_logprobs(json, choice.logprobs, choice.logprobs_text_offset);
     } else {
       json.null();
     }

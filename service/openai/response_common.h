@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,6 +21,8 @@ struct ResponseMeta {
 struct ChoiceOutput {
   std::string text;
   std::vector<TokenLogprob> logprobs;
+  // Where in `text` the first logprob token starts: after an echoed prompt, its length.
+  std::size_t logprobs_text_offset = 0;
   FinishReason finish_reason = FinishReason::stop;
 };
 

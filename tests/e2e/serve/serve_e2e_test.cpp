@@ -250,6 +250,31 @@ TEST_F(ServeTest, RepeatedPromptReportsCachedTokens) {
             std::int64_t(usage["prompt_tokens"]));
 }
 
+// echo puts the prompt before the text; text_offset then counts from the start of that text,
+// so each token's offset points at the token. It used to start at 0 without streaming.
+TEST_F(ServeTest, EchoedLogprobOffsetsPointIntoTheText) {
+  Client c = client();
+  const Response response = c.post(
+      "/v1/completions",
+      R"({"model":"tinystories","prompt":"Once upon","max_tokens":3,"echo":true,"logprobs":1,)"
+      R"("temperature":0})");
+  ASSERT_EQ(response.result_int(), 200) << response.body();
+  simdjson::dom::parser parser;
+  simdjson::dom::element choice = parse(parser, response.body())["choices"].at(0);
+  const std::string text{std::string_view(choice["text"])};
+  ASSERT_TRUE(text.starts_with("Once upon")) << text;
+  simdjson::dom::array tokens = choice["logprobs"]["tokens"];
+  simdjson::dom::array offsets = choice["logprobs"]["text_offset"];
+  ASSERT_EQ(tokens.size(), 3u);
+  ASSERT_EQ(offsets.size(), 3u);
+  EXPECT_EQ(std::int64_t(offsets.at(0)), 9);  // "Once upon"
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string_view token(tokens.at(i));
+    const auto offset = static_cast<std::size_t>(std::int64_t(offsets.at(i)));
+    EXPECT_EQ(text.substr(offset, token.size()), token) << "token " << i << " in " << text;
+  }
+}
+
 TEST_F(ServeTest, ErrorsAreOpenAiShaped) {
   Client c = client();
   const Response unknown = c.post(

@@ -134,6 +134,17 @@ TEST(CompletionResponseTest, NonStreamedWithLogprobs) {
             R"("prompt_tokens_details":{"cached_tokens":0}}})");
 }
 
+// With echo the text starts with the prompt, and text_offset counts from the start of the text
+// (as the streamed chunks do). It used to start at 0.
+TEST(CompletionResponseTest, NonStreamedTextOffsetsCountTheEchoedPrompt) {
+  std::vector<ChoiceOutput> choices(1);
+  choices[0].text = "Once ab";
+  choices[0].logprobs = {TokenLogprob{"a", -1, {}}, TokenLogprob{"b", -2, {}}};
+  choices[0].logprobs_text_offset = 5;
+  const std::string body = encode_text_completion({"cmpl-1", 5, "m"}, choices, Usage{1, 2, 0}, 0);
+  EXPECT_NE(body.find(R"("text_offset":[5,6])"), std::string::npos) << body;
+}
+
 TEST(CompletionResponseTest, StreamTextOffsetsContinue) {
   CompletionChunkEncoder encoder({"cmpl-1", 5, "m"}, false, 0);
   std::string out;
