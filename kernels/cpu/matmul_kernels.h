@@ -6,7 +6,8 @@
 // element is a chain over blocks in order, acc = fma(float(exact integer block dot), w_scale *
 // x_scale, acc), starting from +0, so any register tiling that computes the integer dots exactly
 // gives the same bits. Q4_K adds a second fma per super-block for the mins. Float weights use a
-// per-Isa fixed lane layout over k and a fixed horizontal reduction. Every kernel of one Isa
+// per-Isa fixed lane layout over k, two accumulators taking the k chunks in turn, and a fixed
+// reduction. Every kernel of one Isa
 // follows the same recipe for GEMV rows, GEMM tiles and leftovers.
 
 #include <cstddef>
