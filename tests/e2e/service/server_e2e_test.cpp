@@ -427,6 +427,32 @@ TEST_F(ServerTest, KeepAliveServesSequentialRequestsOnOneConnection) {
   EXPECT_EQ(server_->open_connections(), 1u);
 }
 
+// Requests pipelined in one write: the first moves the connection to the streams event loop,
+// and the bytes already read for the ones behind it move along and are answered in order.
+TEST_F(ServerTest, PipelinedRequestsSurviveTheMoveToTheStreamsLoop) {
+  start();
+  Client c = client();
+  const auto post = [](std::string_view target, std::string_view body) {
+    return "POST " + std::string(target) +
+           " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + std::string(body);
+  };
+  const std::string pipelined = post("/v1/chat/completions", kChat) +
+                                "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" +
+                                post("/v1/completions", R"({"model":"fake","prompt":"hello"})");
+  c.write_raw(pipelined);
+  const Response chat = c.read();
+  EXPECT_EQ(chat.result_int(), 200);
+  EXPECT_NE(chat.body().find("chat.completion"), std::string::npos) << chat.body();
+  const Response health = c.read();
+  EXPECT_EQ(health.result_int(), 200);
+  EXPECT_EQ(health.body(), R"({"status":"ok"})");
+  const Response completion = c.read();
+  EXPECT_EQ(completion.result_int(), 200);
+  EXPECT_NE(completion.body().find("text_completion"), std::string::npos) << completion.body();
+  EXPECT_EQ(server_->open_connections(), 1u);
+}
+
 TEST_F(ServerTest, ClientDisconnectCancelsTheRequest) {
   start(default_config(), {std::chrono::milliseconds(10), 5});
   {
