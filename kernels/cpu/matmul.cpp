@@ -1,6 +1,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <thread>
 
@@ -17,6 +18,7 @@ using detail::KernelTable;
 // Row ranges handed to threads are multiples of this, the tallest GEMM tile, so no thread ends
 // up with a ragged tile in the middle of the matrix.
 constexpr std::int64_t kRowGranule = 32;
+constexpr std::size_t kMaxGroupTargets = 4;
 
 const KernelTable& kernel_table(Isa isa) {
   switch (isa) {
@@ -113,30 +115,60 @@ void matmul(const WeightMatrix& w, const float* x, std::int64_t tokens, std::int
 void matmul(Isa isa, const WeightMatrix& w, const float* x, std::int64_t tokens,
             std::int64_t x_stride, float* y, std::int64_t y_stride, MatmulWorkspace& workspace,
             ThreadPool& pool) {
-  assert(is_matmul_supported(w.type) && is_isa_supported(isa));
-  assert(w.cols <= workspace.max_cols());
-  assert(w.cols % tensor_type_traits(w.type).block_elements == 0);
-  const KernelTable& table = kernel_table(isa);
-  const detail::RowsKernel kernel = rows_kernel(table, w.type);
-  const ActivationKind kind = detail::activation_kind(w.type);
-  const std::int64_t act_stride = quantized_row_bytes(kind, w.cols);
-  const std::int64_t granules = (w.rows + kRowGranule - 1) / kRowGranule;
+  const MatmulTarget target{&w, y, y_stride};
+  matmul_same_input(isa, {&target, 1}, x, tokens, x_stride, workspace, pool);
+}
 
-  for (std::int64_t first = 0; first < tokens; first += workspace.max_tokens()) {
-    const std::int64_t count = std::min(workspace.max_tokens(), tokens - first);
-    const float* chunk_x = x + first * x_stride;
-    KernelArgs args{&w, nullptr, 0, count, y + first * y_stride, y_stride, nullptr, 0};
+void matmul_same_input(std::span<const MatmulTarget> targets, const float* x, std::int64_t tokens,
+                       std::int64_t x_stride, MatmulWorkspace& workspace, ThreadPool& pool) {
+  matmul_same_input(active_isa(), targets, x, tokens, x_stride, workspace, pool);
+}
+
+void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const float* x,
+                       std::int64_t tokens, std::int64_t x_stride, MatmulWorkspace& workspace,
+                       ThreadPool& pool) {
+  if (targets.empty()) return;
+  const WeightMatrix& first = *targets.front().w;
+  const bool compatible = targets.size() <= kMaxGroupTargets &&
+                          std::ranges::all_of(targets, [&](const MatmulTarget& target) {
+                            return target.w->type == first.type && target.w->cols == first.cols;
+                          });
+  if (!compatible) {
+    for (const MatmulTarget& target : targets) {
+      matmul_same_input(isa, {&target, 1}, x, tokens, x_stride, workspace, pool);
+    }
+    return;
+  }
+  assert(is_matmul_supported(first.type) && is_isa_supported(isa));
+  assert(first.cols <= workspace.max_cols());
+  assert(first.cols % tensor_type_traits(first.type).block_elements == 0);
+  const KernelTable& table = kernel_table(isa);
+  const detail::RowsKernel kernel = rows_kernel(table, first.type);
+  const ActivationKind kind = detail::activation_kind(first.type);
+  const std::int64_t act_stride = quantized_row_bytes(kind, first.cols);
+  // Target i owns granules [granule_begin[i], granule_begin[i + 1]) of the combined range.
+  std::array<std::int64_t, kMaxGroupTargets + 1> granule_begin{};
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    granule_begin[i + 1] = granule_begin[i] + (targets[i].w->rows + kRowGranule - 1) / kRowGranule;
+  }
+  const std::int64_t granules = granule_begin[targets.size()];
+
+  for (std::int64_t first_token = 0; first_token < tokens; first_token += workspace.max_tokens()) {
+    const std::int64_t count = std::min(workspace.max_tokens(), tokens - first_token);
+    const float* chunk_x = x + first_token * x_stride;
+    KernelArgs args{&first, nullptr, 0, count, nullptr, 0, nullptr, 0};
     if (kind == ActivationKind::f32) {
       args.act = reinterpret_cast<const std::byte*>(chunk_x);
       args.act_stride = x_stride * static_cast<std::int64_t>(sizeof(float));
     } else {
       std::byte* act = workspace.activations();
       if (count == 1) {
-        quantize_activations(table, w.type, chunk_x, x_stride, w.cols, act, act_stride, 0, 1);
+        quantize_activations(table, first.type, chunk_x, x_stride, first.cols, act, act_stride, 0,
+                             1);
       } else {
         pool.parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
-          quantize_activations(table, w.type, chunk_x, x_stride, w.cols, act, act_stride, begin,
-                               end);
+          quantize_activations(table, first.type, chunk_x, x_stride, first.cols, act, act_stride,
+                               begin, end);
         });
       }
       args.act = act;
@@ -146,15 +178,23 @@ void matmul(Isa isa, const WeightMatrix& w, const float* x, std::int64_t tokens,
       // A pool larger than the workspace leaves its extra threads idle rather than failing.
       const int thread_count = std::min(pool_threads, workspace.max_threads());
       if (thread_index >= thread_count) return;
-      const std::int64_t begin =
-          std::min(w.rows, granules * thread_index / thread_count * kRowGranule);
-      const std::int64_t end =
-          std::min(w.rows, granules * (thread_index + 1) / thread_count * kRowGranule);
-      if (begin >= end) return;
+      const std::int64_t begin = granules * thread_index / thread_count;
+      const std::int64_t end = granules * (thread_index + 1) / thread_count;
       KernelArgs thread_args = args;
       thread_args.scratch = workspace.thread_scratch(thread_index);
       thread_args.scratch_bytes = workspace.thread_scratch_bytes();
-      kernel(thread_args, begin, end);
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        const WeightMatrix& w = *targets[i].w;
+        const std::int64_t row_begin =
+            std::min(w.rows, (std::max(begin, granule_begin[i]) - granule_begin[i]) * kRowGranule);
+        const std::int64_t row_end = std::min(
+            w.rows, (std::min(end, granule_begin[i + 1]) - granule_begin[i]) * kRowGranule);
+        if (row_begin >= row_end) continue;
+        thread_args.w = &w;
+        thread_args.y = targets[i].y + first_token * targets[i].y_stride;
+        thread_args.y_stride = targets[i].y_stride;
+        kernel(thread_args, row_begin, row_end);
+      }
     });
   }
 }

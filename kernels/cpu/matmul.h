@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/cpu/aligned_buffer.h"
 #include "kernels/cpu/isa.h"
@@ -18,6 +19,10 @@ struct WeightMatrix {
   std::int64_t rows;
   std::int64_t cols;
   std::size_t row_bytes;
+  // Optional (q8_tiles.h): rows [0, tiled_rows) again in the 16-row tile layout, which the VNNI
+  // kernels read instead of `data` for those rows. Other kernels ignore it.
+  const std::byte* tiles = nullptr;
+  std::int64_t tiled_rows = 0;
 };
 
 // Scratch for quantized activations and for the per-thread weight panels of the GEMM. Sized once
@@ -64,5 +69,25 @@ void matmul(const WeightMatrix& w, const float* x, std::int64_t tokens, std::int
 void matmul(Isa isa, const WeightMatrix& w, const float* x, std::int64_t tokens,
             std::int64_t x_stride, float* y, std::int64_t y_stride, MatmulWorkspace& workspace,
             ThreadPool& pool);
+
+// One product of a matmul_same_input() group: y[t * y_stride + r] = dot(row r of *w, x_t).
+struct MatmulTarget {
+  const WeightMatrix* w;
+  float* y;
+  std::int64_t y_stride;
+};
+
+// Several matrices applied to the same x (the Q, K and V projections; gate and up) in one
+// parallel job: the rows of all of them are split between the threads as one range, so x is
+// quantized once, the pool is woken once, and a small matrix does not pay a job's start-up alone.
+// Each y element is computed exactly as matmul() computes it. A group whose matrices differ in
+// type or column count runs as one matmul() per target.
+void matmul_same_input(std::span<const MatmulTarget> targets, const float* x, std::int64_t tokens,
+                       std::int64_t x_stride, MatmulWorkspace& workspace, ThreadPool& pool);
+
+// The same with an explicit instruction-set variant, which must be supported.
+void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const float* x,
+                       std::int64_t tokens, std::int64_t x_stride, MatmulWorkspace& workspace,
+                       ThreadPool& pool);
 
 }  // namespace tern::kernels

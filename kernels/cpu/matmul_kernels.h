@@ -82,6 +82,12 @@ void vnni_panel_rows_q8_0(const KernelArgs& args, std::int64_t row_begin, std::i
 void vnni_panel_rows_q4_0(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
 std::size_t vnni_panel_scratch_bytes(std::int64_t cols);
 
+// The VNNI kernel for rows held in the 16-row tile layout (matmul_tiles_avx512.cpp): computes the
+// tiled rows of [row_begin, row_end) from row_begin on (nothing unless w->tiles is set and
+// row_begin is a tile boundary) and returns the first row it left to the row-major kernels.
+template <TensorType kType>
+std::int64_t vnni_tiled_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end);
+
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();

@@ -273,6 +273,8 @@ void small_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row
 
 template <TensorType kType>
 void panel_rows(const KernelArgs& args, std::int64_t row_begin, std::int64_t row_end) {
+  row_begin = vnni_tiled_rows<kType>(args, row_begin, row_end);
+  if (row_begin >= row_end) return;
   const std::int64_t blocks = args.w->cols / 32;
   if (args.tokens < kMinPanelTokens ||
       args.scratch_bytes < static_cast<std::size_t>(blocks * kPanelBlockBytes)) {

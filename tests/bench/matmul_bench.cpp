@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/q8_tiles.h"
 #include "kernels/cpu/quant.h"
 
 #if defined(__x86_64__)
@@ -30,27 +31,38 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// One streaming read of `buffer` by every thread of the pool; the wall time in seconds.
+double read_pass(const AlignedBuffer& buffer, std::size_t bytes, ThreadPool& pool,
+                 std::vector<long long>& sink) {
+  const auto start = Clock::now();
+  pool.parallel_for(
+      static_cast<std::int64_t>(bytes / 64), [&](std::int64_t begin, std::int64_t end) {
+        __m128i acc = _mm_setzero_si128();  // SSE2 loads saturate DRAM and need no flags
+        const auto* p = reinterpret_cast<const __m128i*>(buffer.data());
+        for (std::int64_t i = begin; i < end; ++i) {
+          for (int j = 0; j < 4; ++j) acc = _mm_add_epi64(acc, _mm_load_si128(p + 4 * i + j));
+        }
+        sink[static_cast<std::size_t>(begin % 8)] += _mm_cvtsi128_si64(acc);
+      });
+  return seconds_since(start);
+}
+
 double read_bandwidth(int threads) {
   const std::size_t bytes = std::size_t{1} << 30;
   AlignedBuffer buffer(bytes);
   std::memset(buffer.data(), 1, bytes);
   ThreadPool pool(threads);
-  std::vector<long long> sink(static_cast<std::size_t>(threads) * 8);
+  std::vector<long long> sink(8);
   double best = 0;
   for (int repeat = 0; repeat < 5; ++repeat) {
-    const auto start = Clock::now();
-    pool.parallel_for(
-        static_cast<std::int64_t>(bytes / 64), [&](std::int64_t begin, std::int64_t end) {
-          __m128i acc = _mm_setzero_si128();  // SSE2 loads saturate DRAM and need no flags
-          const auto* p = reinterpret_cast<const __m128i*>(buffer.data());
-          for (std::int64_t i = begin; i < end; ++i) {
-            for (int j = 0; j < 4; ++j) acc = _mm_add_epi64(acc, _mm_load_si128(p + 4 * i + j));
-          }
-          sink[static_cast<std::size_t>(begin % 8)] += _mm_cvtsi128_si64(acc);
-        });
-    best = std::max(best, static_cast<double>(bytes) / seconds_since(start) / 1e9);
+    best = std::max(best, static_cast<double>(bytes) / read_pass(buffer, bytes, pool, sink) / 1e9);
   }
   return best;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -107,10 +119,19 @@ int main(int argc, char** argv) {
   std::vector<float> y(static_cast<std::size_t>(tokens * rows));
   ThreadPool pool(threads);
   MatmulWorkspace workspace(tokens, cols, threads);
+  // As the CPU backend does: the kernels that read Q8_0 / Q4_0 in 16-row tiles get a tile copy.
+  std::vector<WeightMatrix> weights;
+  std::vector<AlignedBuffer> tile_copies;
+  for (AlignedBuffer& matrix : matrices) {
+    weights.push_back(WeightMatrix{*type, matrix.data(), rows, cols, row_bytes});
+    if (uses_q8_tiles(*type, isa)) {
+      tile_copies.emplace_back(q8_tiles_bytes(weights.back()));
+      weights.back() = repack_q8_tiles(weights.back(), tile_copies.back().data(), pool);
+    }
+  }
 
   const auto call = [&](std::size_t copy) {
-    const WeightMatrix w{*type, matrices[copy].data(), rows, cols, row_bytes};
-    matmul(isa, w, x.data(), tokens, cols, y.data(), rows, workspace, pool);
+    matmul(isa, weights[copy], x.data(), tokens, cols, y.data(), rows, workspace, pool);
   };
   for (std::size_t c = 0; c < copies; ++c) call(c);  // warm up
   const double work_per_call = tokens == 1 ? static_cast<double>(matrix_bytes)
@@ -142,5 +163,25 @@ int main(int argc, char** argv) {
   const char* unit = tokens == 1 ? "GB/s" : "GOPS";
   std::printf("%s mean %.1f, best %.1f, by cpu time %.1f\n", unit, work_per_call / mean / 1e9,
               work_per_call / best / 1e9, work_per_call / cpu / 1e9);
+  if (tokens == 1) {
+    // The share of the read bandwidth, each sweep through the copies followed at once by a plain
+    // read of as many bytes: both numbers see the same moment of a shared host, whose bandwidth
+    // moves by tens of percent between seconds.
+    const std::size_t probe_bytes = matrix_bytes * copies;
+    AlignedBuffer probe(probe_bytes);
+    std::memset(probe.data(), 1, probe_bytes);
+    std::vector<long long> sink(8);
+    std::vector<double> shares;
+    const auto paired_start = Clock::now();
+    while (seconds_since(paired_start) < 3.0 || shares.size() < 5) {
+      const auto sweep = Clock::now();
+      for (std::size_t c = 0; c < copies; ++c) call(c);
+      const double kernel_seconds = seconds_since(sweep);
+      shares.push_back(read_pass(probe, probe_bytes, pool, sink) / kernel_seconds);
+    }
+    const auto [lowest, highest] = std::minmax_element(shares.begin(), shares.end());
+    std::printf("share of the read bandwidth, %zu paired sweeps: median %.1f%% (%.1f-%.1f%%)\n",
+                shares.size(), 100.0 * median(shares), 100.0 * *lowest, 100.0 * *highest);
+  }
   return 0;
 }

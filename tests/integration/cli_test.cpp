@@ -208,7 +208,12 @@ TEST(Cli, BenchPrintsMarkdownTableAndBandwidth) {
       << result.output;
   EXPECT_NE(result.output.find("| pp16 |"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("| tg4 |"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("measured read bandwidth"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("| run | tokens/s | achieved GB/s | measured GB/s | share of the "
+                               "bound |"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("| 2 | "), std::string::npos) << result.output;  // one row a run
+  EXPECT_NE(result.output.find("share of the bound: median"), std::string::npos) << result.output;
 }
 
 TEST(Cli, BadModelInputExitsTwoWithTheReason) {

@@ -49,6 +49,12 @@ Stats stats_of(const std::vector<double>& values) {
   return stats;
 }
 
+double median_of(std::vector<double> values) {
+  std::ranges::sort(values);
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -175,33 +181,50 @@ int command_bench(std::span<char* const> args) {
     }
     row(fmt::format("pp{}", length), stats_of(rates));
   }
-  Stats decode{};
   if (*n_gen > 0) {
-    std::vector<double> rates;
+    // Every decode step is followed by one pass of the bandwidth probe, so the share of the bound
+    // compares two numbers taken over the same seconds of a shared host, where the read
+    // bandwidth moves by tens of percent from minute to minute. Both are total bytes over total
+    // time.
+    ReadBandwidthProbe probe(pool);
+    if (probe.bytes() == 0)
+      return fail("cannot allocate the bandwidth probe's 1 GiB", kExitFailure);
+    const double bytes_per_token = static_cast<double>(decode_bytes_per_token(*weights));
+    std::vector<double> rates, bandwidths, shares;
     for (long long r = 0; r < *repetitions; ++r) {
       runner->reset();
       std::int32_t token = 1;
       if (Status ran = runner->append({&token, 1}); !ran.ok())
         return fail(ran.message(), kExitFailure);
-      const auto start = std::chrono::steady_clock::now();
+      double decode_seconds = 0, probe_seconds = 0;
       for (long long i = 0; i < *n_gen; ++i) {
         token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+        const auto start = std::chrono::steady_clock::now();
         if (Status ran = runner->append({&token, 1}); !ran.ok())
           return fail(ran.message(), kExitFailure);
+        decode_seconds += seconds_since(start);
+        probe_seconds += probe.read_once();
       }
-      rates.push_back(static_cast<double>(*n_gen) / seconds_since(start));
+      rates.push_back(static_cast<double>(*n_gen) / decode_seconds);
+      bandwidths.push_back(static_cast<double>(*n_gen) * static_cast<double>(probe.bytes()) /
+                           probe_seconds);
+      shares.push_back(rates.back() * bytes_per_token / bandwidths.back());
     }
-    decode = stats_of(rates);
-    row(fmt::format("tg{}", *n_gen), decode);
+    row(fmt::format("tg{}", *n_gen), stats_of(rates));
 
-    const double bandwidth = measure_read_bandwidth(pool);
-    const double bytes_per_token = static_cast<double>(decode_bytes_per_token(*weights));
-    const double achieved = decode.mean * bytes_per_token;
     fmt::print(
-        "\ndecode reads {:.1f} MiB of weights per token: {:.2f} GB/s achieved, {:.2f} GB/s "
-        "measured read bandwidth ({} threads) = {:.1f}% of the bound ({:.2f} tokens/s)\n",
-        bytes_per_token / (1 << 20), achieved / 1e9, bandwidth / 1e9, *threads,
-        100.0 * achieved / bandwidth, bandwidth / bytes_per_token);
+        "\ndecode reads {:.1f} MiB of weights per token; each decode step was followed by a read "
+        "of 1 GiB with {} threads (measured bandwidth):\n\n",
+        bytes_per_token / (1 << 20), *threads);
+    fmt::print("| run | tokens/s | achieved GB/s | measured GB/s | share of the bound |\n");
+    fmt::print("| ---: | ---: | ---: | ---: | ---: |\n");
+    for (std::size_t r = 0; r < rates.size(); ++r) {
+      fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", r + 1, rates[r],
+                 rates[r] * bytes_per_token / 1e9, bandwidths[r] / 1e9, 100.0 * shares[r]);
+    }
+    const auto [lowest, highest] = std::ranges::minmax(shares);
+    fmt::print("\nshare of the bound: median {:.1f}% (runs {:.1f}-{:.1f}%)\n",
+               100.0 * median_of(shares), 100.0 * lowest, 100.0 * highest);
   }
   return 0;
 }

@@ -2,13 +2,9 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <cstdlib>
-#include <memory>
-#include <vector>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
@@ -17,7 +13,7 @@ namespace tern::tools {
 namespace {
 
 constexpr std::size_t kBufferBytes = std::size_t{1} << 30;
-constexpr int kPasses = 7;
+constexpr std::size_t kWords = kBufferBytes / sizeof(std::uint64_t);
 
 __attribute__((target("avx2"))) std::uint64_t sum_avx2(const std::uint64_t* data,
                                                        std::size_t count) {
@@ -40,39 +36,42 @@ std::uint64_t sum_scalar(const std::uint64_t* data, std::size_t count) {
   return total;
 }
 
-struct FreeDeleter {
-  void operator()(std::uint64_t* memory) const { std::free(memory); }
-};
-
 }  // namespace
 
-double measure_read_bandwidth(kernels::ThreadPool& pool) {
-  std::unique_ptr<std::uint64_t, FreeDeleter> buffer(
-      static_cast<std::uint64_t*>(std::aligned_alloc(64, kBufferBytes)));
-  if (!buffer) return 0;
-  const std::size_t words = kBufferBytes / sizeof(std::uint64_t);
-  const bool avx2 = kernels::cpu_features().avx2;
-  pool.parallel_for(static_cast<std::int64_t>(words), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) buffer.get()[i] = static_cast<std::uint64_t>(i);
+void ReadBandwidthProbe::FreeDeleter::operator()(std::uint64_t* memory) const {
+  std::free(memory);
+}
+
+ReadBandwidthProbe::ReadBandwidthProbe(kernels::ThreadPool& pool)
+    : pool_(pool), buffer_(static_cast<std::uint64_t*>(std::aligned_alloc(64, kBufferBytes))) {
+  if (!buffer_) return;
+  std::uint64_t* words = buffer_.get();
+  pool_.parallel_for(static_cast<std::int64_t>(kWords), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) words[i] = static_cast<std::uint64_t>(i);
   });
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
+
+std::size_t ReadBandwidthProbe::bytes() const {
+  return buffer_ ? kBufferBytes : 0;
+}
+
+double ReadBandwidthProbe::read_once() {
+  if (!buffer_) return 0;
+  const bool avx2 = kernels::cpu_features().avx2;
+  const std::uint64_t* words = buffer_.get();
   std::atomic<std::uint64_t> sink{0};
-  std::vector<double> rates;
-  for (int pass = 0; pass < kPasses; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    pool.run([&](int thread_index, int thread_count) {
-      const std::size_t share = words / static_cast<std::size_t>(thread_count) / 16 * 16;
-      const std::uint64_t* slice = buffer.get() + share * static_cast<std::size_t>(thread_index);
-      sink += avx2 ? sum_avx2(slice, share) : sum_scalar(slice, share);
-    });
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    rates.push_back(static_cast<double>(kBufferBytes) / seconds);
-  }
-  // The median: on a shared host single passes swing widely, and the best one overstates what a
-  // decode step can count on.
-  std::nth_element(rates.begin(), rates.begin() + kPasses / 2, rates.end());
-  const double median = rates[kPasses / 2];
-  return sink.load() == 42 ? median + 1e-9 : median;  // keeps the sums observable
+  const auto start = std::chrono::steady_clock::now();
+  pool_.run([&](int thread_index, int thread_count) {
+    const std::size_t share = kWords / static_cast<std::size_t>(thread_count) / 16 * 16;
+    const std::uint64_t* slice = words + share * static_cast<std::size_t>(thread_index);
+    sink += avx2 ? sum_avx2(slice, share) : sum_scalar(slice, share);
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sink_ += sink.load();  // keeps the sums observable
+  return seconds;
 }
 
 }  // namespace tern::tools

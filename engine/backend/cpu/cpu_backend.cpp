@@ -1,15 +1,18 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/q8_tiles.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
@@ -82,6 +85,7 @@ struct CpuBackend::State {
   kernels::MatmulWorkspace workspace;
 
   std::vector<LayerState> layers;
+  std::vector<kernels::AlignedBuffer> tile_copies;  // q8_tiles.h layouts of the matrices
   std::vector<float> output_norm;
   kernels::WeightMatrix output{};
   std::vector<float> inverse_frequencies;
@@ -105,7 +109,35 @@ struct CpuBackend::State {
                  std::int64_t cols);
   void add_bias(float* rows, std::int64_t count, std::int64_t width,
                 const std::vector<float>& bias);
+  void repack_for_kernels();
 };
+
+// The VNNI kernels read Q8_0 / Q4_0 weights in 16-row tiles (q8_tiles.h): one repacked copy per
+// matrix, the size of its row-major data, which the kernels then no longer read.
+void CpuBackend::State::repack_for_kernels() {
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t bytes = 0;
+  auto repack = [&](kernels::WeightMatrix& matrix) {
+    if (!kernels::uses_q8_tiles(matrix.type, kernels::active_isa())) return;
+    const std::size_t size = kernels::q8_tiles_bytes(matrix);
+    if (size == 0) return;
+    tile_copies.emplace_back(size);
+    matrix = kernels::repack_q8_tiles(matrix, tile_copies.back().data(), pool);
+    bytes += size;
+  };
+  for (LayerState& layer : layers) {
+    for (kernels::WeightMatrix* matrix :
+         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+      repack(*matrix);
+    }
+  }
+  repack(output);
+  if (bytes > 0) {
+    spdlog::info("{}: repacked {:.1f} MiB of Q8_0/Q4_0 weights into 16-row tiles in {:.2f} s",
+                 weights.path(), static_cast<double>(bytes) / (1 << 20),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+}
 
 CpuBackend::CpuBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}
 CpuBackend::~CpuBackend() = default;
@@ -152,6 +184,7 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
   }
   state->output_norm = to_f32(weights.output_norm());
   state->output = matrix_of(weights.output());
+  state->repack_for_kernels();
 
   kernels::RopeScaling scaling;
   const RopeScalingConfig& rope = config.rope_scaling;
@@ -368,9 +401,9 @@ void CpuBackend::State::run_layer(const BatchPlan& plan, LayerState& layer) {
   const std::int64_t kvw = kv_width();
 
   norm_rows(x.data(), layer.attn_norm.data(), normed.data(), tokens, hidden);
-  kernels::matmul(layer.wq, normed.data(), tokens, hidden, q.data(), qw, workspace, pool);
-  kernels::matmul(layer.wk, normed.data(), tokens, hidden, k.data(), kvw, workspace, pool);
-  kernels::matmul(layer.wv, normed.data(), tokens, hidden, v.data(), kvw, workspace, pool);
+  const kernels::MatmulTarget qkv[] = {
+      {&layer.wq, q.data(), qw}, {&layer.wk, k.data(), kvw}, {&layer.wv, v.data(), kvw}};
+  kernels::matmul_same_input(qkv, normed.data(), tokens, hidden, workspace, pool);
   add_bias(q.data(), tokens, qw, layer.bq);
   add_bias(k.data(), tokens, kvw, layer.bk);
   add_bias(v.data(), tokens, kvw, layer.bv);
@@ -395,8 +428,9 @@ void CpuBackend::State::run_layer(const BatchPlan& plan, LayerState& layer) {
   for (std::int64_t i = 0; i < tokens * hidden; ++i) x[i] += projected[i];
 
   norm_rows(x.data(), layer.ffn_norm.data(), normed.data(), tokens, hidden);
-  kernels::matmul(layer.w_gate, normed.data(), tokens, hidden, gate.data(), ffn, workspace, pool);
-  kernels::matmul(layer.w_up, normed.data(), tokens, hidden, up.data(), ffn, workspace, pool);
+  const kernels::MatmulTarget gate_up[] = {{&layer.w_gate, gate.data(), ffn},
+                                           {&layer.w_up, up.data(), ffn}};
+  kernels::matmul_same_input(gate_up, normed.data(), tokens, hidden, workspace, pool);
   pool.parallel_for(tokens, [&](std::int64_t begin, std::int64_t end) {
     kernels::silu_mul(&gate[begin * ffn], &up[begin * ffn], &gate[begin * ffn],
                       (end - begin) * ffn);

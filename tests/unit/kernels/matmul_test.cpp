@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/q8_tiles.h"
 #include "kernels/cpu/quant.h"
 
 namespace tern::kernels {
@@ -200,6 +201,92 @@ TEST(Matmul, SmallBatchesMatchTheSingleTokenPath) {
         std::vector<float> batch(static_cast<std::size_t>(tokens * kRows));
         matmul(isa, m.w, x.data(), tokens, kCols, batch.data(), kRows, workspace, two);
         EXPECT_EQ(std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
+// The 16-row tile copy is read instead of the row-major blocks by the VNNI kernels; every batch
+// size (decode, small batches, the GEMM sizes) gets the row-major bits, with leftover rows past
+// the last whole tile, uneven thread splits, and a column count that is not a multiple of 16
+// blocks.
+TEST(Matmul, TiledWeightsGiveTheRowMajorBits) {
+  if (!is_isa_supported(Isa::avx512_vnni)) GTEST_SKIP() << "no AVX512-VNNI on this CPU";
+  constexpr std::int64_t kRows = 83, kMaxTokens = 64;
+  ThreadPool one(1), two(2);
+  for (TensorType type : {TensorType::q8_0, TensorType::q4_0}) {
+    ASSERT_TRUE(uses_q8_tiles(type, Isa::avx512_vnni));
+    for (std::int64_t cols : {std::int64_t{768}, std::int64_t{2048}}) {
+      const TestMatrix m = make_matrix(type, kRows, cols, 21);
+      const std::vector<float> x = make_activations(kMaxTokens, cols, 22);
+      AlignedBuffer tiles(q8_tiles_bytes(m.w));
+      ASSERT_EQ(tiles.size(), static_cast<std::size_t>(80) * m.w.row_bytes);
+      const WeightMatrix tiled = repack_q8_tiles(m.w, tiles.data(), two);
+      ASSERT_EQ(tiled.tiled_rows, 80);
+      MatmulWorkspace workspace(kMaxTokens, cols, 2);
+      for (std::int64_t tokens : {1, 2, 5, 8, 9, 17, 40, 64}) {
+        for (ThreadPool* pool : {&one, &two}) {
+          SCOPED_TRACE(label(type, Isa::avx512_vnni) + " cols=" + std::to_string(cols) +
+                       " tokens=" + std::to_string(tokens) +
+                       " threads=" + std::to_string(pool->size()));
+          std::vector<float> expected(static_cast<std::size_t>(tokens * kRows));
+          std::vector<float> actual(expected.size(), -1.0f);
+          matmul(Isa::avx512_vnni, m.w, x.data(), tokens, cols, expected.data(), kRows, workspace,
+                 *pool);
+          matmul(Isa::avx512_vnni, tiled, x.data(), tokens, cols, actual.data(), kRows, workspace,
+                 *pool);
+          EXPECT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)),
+                    0);
+        }
+      }
+      // Kernels that do not read tiles keep using the row-major data.
+      for (Isa isa : supported_isas()) {
+        if (uses_q8_tiles(type, isa)) continue;
+        SCOPED_TRACE(label(type, isa));
+        std::vector<float> expected(kRows), actual(kRows);
+        matmul(isa, m.w, x.data(), 1, cols, expected.data(), kRows, workspace, two);
+        matmul(isa, tiled, x.data(), 1, cols, actual.data(), kRows, workspace, two);
+        EXPECT_EQ(std::memcmp(expected.data(), actual.data(), expected.size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
+// A group of matrices over one input gives each output the bits of its own matmul(), for every
+// path; matrices of another type or width in the group fall back to one call each.
+TEST(Matmul, SameInputGroupsMatchSeparateCalls) {
+  constexpr std::int64_t kCols = 512;
+  ThreadPool two(2);
+  const std::vector<float> x = make_activations(40, kCols, 31);
+  for (TensorType type : kTypes) {
+    const TestMatrix q = make_matrix(type, 77, kCols, 32);
+    const TestMatrix k = make_matrix(type, 16, kCols, 33);
+    const TestMatrix v = make_matrix(type, 45, kCols, 34);
+    const TestMatrix other =
+        make_matrix(type == TensorType::q8_0 ? TensorType::q4_0 : TensorType::q8_0, 20, kCols, 35);
+    for (Isa isa : supported_isas()) {
+      MatmulWorkspace workspace(40, kCols, 2);
+      for (std::int64_t tokens : {1, 3, 40}) {
+        SCOPED_TRACE(label(type, isa) + " tokens=" + std::to_string(tokens));
+        for (bool mixed : {false, true}) {
+          const TestMatrix* members[] = {&q, &k, &v, mixed ? &other : &k};
+          std::vector<std::vector<float>> grouped(4), separate(4);
+          std::vector<MatmulTarget> targets;
+          for (int i = 0; i < 4; ++i) {
+            const WeightMatrix& w = members[i]->w;
+            grouped[i].assign(static_cast<std::size_t>(tokens * (w.rows + 2)), -1.0f);
+            separate[i].assign(grouped[i].size(), -1.0f);
+            targets.push_back({&w, grouped[i].data(), w.rows + 2});
+            matmul(isa, w, x.data(), tokens, kCols, separate[i].data(), w.rows + 2, workspace, two);
+          }
+          matmul_same_input(isa, targets, x.data(), tokens, kCols, workspace, two);
+          for (int i = 0; i < 4; ++i) {
+            EXPECT_EQ(std::memcmp(grouped[i].data(), separate[i].data(),
+                                  grouped[i].size() * sizeof(float)),
+                      0)
+                << "member " << i << (mixed ? " (mixed group)" : "");
+          }
+        }
       }
     }
   }
