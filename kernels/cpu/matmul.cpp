@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <thread>
 
@@ -19,6 +20,57 @@ using detail::KernelTable;
 // up with a ragged tile in the middle of the matrix.
 constexpr std::int64_t kRowGranule = 32;
 constexpr std::size_t kMaxGroupTargets = 4;
+constexpr int kMaxThreads = 64;             // threads one matmul spreads over (more stay idle)
+constexpr std::int64_t kOwnerGranules = 2;  // granules a thread takes at once from its own share
+
+// A thread's share of granules, [front, back): its owner takes from the front, threads that
+// finished their own share take from the back. Both ends live in one atomic word so a granule is
+// never taken twice.
+class alignas(64) GranuleRange {
+ public:
+  void reset(std::int64_t begin, std::int64_t end) {
+    bounds_.store(pack(begin, end), std::memory_order_relaxed);
+  }
+  // The first of up to `count` granules, or -1 when none is left; the claim ends at
+  // claimed_end(), before any granule another thread took.
+  std::int64_t take_front(std::int64_t count) {
+    std::uint64_t bounds = bounds_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::int64_t front = front_of(bounds), back = back_of(bounds);
+      if (front >= back) return -1;
+      const std::int64_t next = std::min(front + count, back);
+      if (bounds_.compare_exchange_weak(bounds, pack(next, back), std::memory_order_relaxed)) {
+        claimed_end_ = next;
+        return front;
+      }
+    }
+  }
+  std::int64_t claimed_end() const { return claimed_end_; }
+  std::int64_t take_back() {
+    std::uint64_t bounds = bounds_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::int64_t front = front_of(bounds), back = back_of(bounds);
+      if (front >= back) return -1;
+      if (bounds_.compare_exchange_weak(bounds, pack(front, back - 1), std::memory_order_relaxed)) {
+        return back - 1;
+      }
+    }
+  }
+
+ private:
+  static std::uint64_t pack(std::int64_t front, std::int64_t back) {
+    return static_cast<std::uint64_t>(front) << 32 | static_cast<std::uint64_t>(back);
+  }
+  static std::int64_t front_of(std::uint64_t bounds) {
+    return static_cast<std::int64_t>(bounds >> 32);
+  }
+  static std::int64_t back_of(std::uint64_t bounds) {
+    return static_cast<std::int64_t>(bounds & 0xFFFFFFFFu);
+  }
+
+  std::atomic<std::uint64_t> bounds_{0};
+  std::int64_t claimed_end_ = 0;  // owner only
+};
 
 const KernelTable& kernel_table(Isa isa) {
   switch (isa) {
@@ -174,15 +226,17 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
       args.act = act;
       args.act_stride = act_stride;
     }
-    pool.run([&](int thread_index, int pool_threads) {
-      // A pool larger than the workspace leaves its extra threads idle rather than failing.
-      const int thread_count = std::min(pool_threads, workspace.max_threads());
-      if (thread_index >= thread_count) return;
-      const std::int64_t begin = granules * thread_index / thread_count;
-      const std::int64_t end = granules * (thread_index + 1) / thread_count;
-      KernelArgs thread_args = args;
-      thread_args.scratch = workspace.thread_scratch(thread_index);
-      thread_args.scratch_bytes = workspace.thread_scratch_bytes();
+    // Each thread starts on its own contiguous share and, once done, takes single granules from
+    // the back of the others' shares: on a shared host one core often runs slower for a while,
+    // and a static split made the other wait for it at every matmul.
+    const int thread_count = std::min({pool.size(), workspace.max_threads(), kMaxThreads});
+    std::array<GranuleRange, kMaxThreads> shares;
+    for (int t = 0; t < thread_count; ++t) {
+      shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
+                                                granules * (t + 1) / thread_count);
+    }
+    const auto compute_granules = [&](KernelArgs& thread_args, std::int64_t begin,
+                                      std::int64_t end) {
       for (std::size_t i = 0; i < targets.size(); ++i) {
         const WeightMatrix& w = *targets[i].w;
         const std::int64_t row_begin =
@@ -194,6 +248,24 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
         thread_args.y = targets[i].y + first_token * targets[i].y_stride;
         thread_args.y_stride = targets[i].y_stride;
         kernel(thread_args, row_begin, row_end);
+      }
+    };
+    pool.run([&](int thread_index, int) {
+      // A pool larger than the workspace leaves its extra threads idle rather than failing.
+      if (thread_index >= thread_count) return;
+      KernelArgs thread_args = args;
+      thread_args.scratch = workspace.thread_scratch(thread_index);
+      thread_args.scratch_bytes = workspace.thread_scratch_bytes();
+      GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
+      for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
+        compute_granules(thread_args, g, own.claimed_end());
+      }
+      for (int other = 1; other < thread_count; ++other) {
+        GranuleRange& victim =
+            shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
+        for (std::int64_t g; (g = victim.take_back()) >= 0;) {
+          compute_granules(thread_args, g, g + 1);
+        }
       }
     });
   }
