@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/admission.h"
 #include "engine/generation.h"
 #include "engine/kv_cache.h"
 #include "engine/mpsc_queue.h"
@@ -18,8 +19,6 @@
 namespace tern::engine {
 namespace {
 
-constexpr std::string_view kOverloaded = "overloaded: ";
-
 using Clock = std::chrono::steady_clock;
 
 std::int64_t nanoseconds(Clock::duration duration) {
@@ -28,17 +27,19 @@ std::int64_t nanoseconds(Clock::duration duration) {
 
 struct ActiveRequest;
 
-// One sample as the scheduler sees it (a Sequence), plus what the engine keeps beside it.
+// One sample as the scheduler sees it (a Sequence), plus what the engine keeps beside it. A
+// waiting sample is cheap: its generation state (sampler, penalties, detokenizer) is made when
+// it is first scheduled, so a queue full of fan-out requests costs little memory.
 struct EngineSequence : Sequence {
-  EngineSequence(ActiveRequest& owner, std::int32_t sample_index, const Request& request,
-                 const GenerationLimits& limits)
-      : request(owner), index(sample_index), generation(request, sample_index, limits) {}
+  EngineSequence(ActiveRequest& owner, std::int32_t sample_index)
+      : request(owner), index(sample_index) {}
 
   ActiveRequest& request;
   std::int32_t index;
-  Generation generation;
+  std::unique_ptr<Generation> generation;
   bool finished = false;
   bool in_scheduler = false;
+  bool counted_waiting = true;          // holds one of its request's waiting slots
   std::optional<RequestEvent> pending;  // could not be pushed: the consumer is behind
 };
 
@@ -46,8 +47,8 @@ struct ActiveRequest {
   Request request;
   std::shared_ptr<detail::RequestChannel> channel;
   std::vector<std::unique_ptr<EngineSequence>> samples;
+  WaitingSlots waiting;  // one per sample not yet scheduled
   std::int32_t unfinished = 0;
-  bool counted_waiting = true;  // in Engine's waiting count until first scheduled
   bool forked = false;
 };
 
@@ -92,25 +93,28 @@ struct Engine::State {
         options(engine_options),
         limits{model_backend.vocab_size(), engine_options.context_length,
                model_tokenizer != nullptr},
+        generation_limits{limits.vocab_size, options.eos_token_ids, model_tokenizer},
         kv_cache({num_blocks, engine_options.block_size, engine_options.enable_prefix_caching}),
         scheduler(scheduler_options, kv_cache),
         inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),
-        max_waiting(scheduler_options.max_waiting),
+        admission(engine_options.admission),
         logits(static_cast<std::size_t>(scheduler_options.max_num_seqs) *
                static_cast<std::size_t>(limits.vocab_size)),
         scratch(static_cast<std::size_t>(limits.vocab_size)) {
     paused.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
     completed.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
+    candidates.reserve(static_cast<std::size_t>(limits.vocab_size));
   }
 
   Backend& backend;
   const Tokenizer* tokenizer;
   EngineOptions options;
   RequestLimits limits;
+  GenerationLimits generation_limits;
   KvCacheManager kv_cache;
   Scheduler scheduler;
   std::shared_ptr<Inbox> inbox;
-  std::int32_t max_waiting;
+  Admission admission;  // before `active`, whose requests hold its slots
 
   // Engine thread only.
   std::unordered_map<std::uint64_t, std::unique_ptr<ActiveRequest>> active;
@@ -118,10 +122,10 @@ struct Engine::State {
   std::vector<std::uint64_t> completed;
   std::vector<float> logits;
   std::vector<float> scratch;
+  SamplerScratch candidates;
 
   // Shared.
   std::atomic<std::uint64_t> next_id{1};
-  std::atomic<std::int32_t> waiting{0};
   std::atomic<std::int32_t> submits_in_flight{0};
   std::atomic<bool> stopping{false};
   std::atomic<StopMode> stop_mode{StopMode::drain};
@@ -131,6 +135,7 @@ struct Engine::State {
   void run();
   void drain_commands();
   void start(std::unique_ptr<ActiveRequest> request);
+  void start_generation(EngineSequence& sample);
   void poll_cancellations();
   void retry_paused();
   bool step();
@@ -140,6 +145,7 @@ struct Engine::State {
   void emit(EngineSequence& sample, RequestEvent&& event);
   void finish(EngineSequence& sample, RequestEvent&& event);
   void finish_with(EngineSequence& sample, FinishReason reason, std::string_view message);
+  void finish_with(EngineSequence& sample, const Error& error);
   void cancel_request(ActiveRequest& request, std::string_view message);
   void remove_completed();
   void publish_counters();
@@ -192,9 +198,7 @@ void Engine::State::start(std::unique_ptr<ActiveRequest> owned) {
                 static_cast<std::int64_t>(request.request.prompt_ids.size()));
   EngineSequence& first = *request.samples.front();
   if (Status added = scheduler.add(&first); !added.ok()) {
-    const bool overload = added.message().starts_with("server overloaded");
-    finish_with(first, FinishReason::error,
-                overload ? fmt::format("{}{}", kOverloaded, added.message()) : added.message());
+    finish_with(first, added.error());
     return;
   }
   first.in_scheduler = true;
@@ -223,16 +227,13 @@ bool Engine::State::step() {
   const Clock::time_point schedule_start = Clock::now();
   const SchedulerOutput& output = scheduler.schedule();
   for (Sequence* sequence : output.out_of_memory) {
-    finish_with(static_cast<EngineSequence&>(*sequence), FinishReason::error,
-                "the sequence no longer fits in the KV cache");
+    finish_with(static_cast<EngineSequence&>(*sequence),
+                Error{"the sequence no longer fits in the KV cache", ErrorKind::context_length});
   }
   publish_counters();  // running before no longer waiting, so a snapshot never sees neither
   for (Sequence* sequence : output.scheduled) {
-    ActiveRequest& request = static_cast<EngineSequence*>(sequence)->request;
-    if (request.counted_waiting) {
-      request.counted_waiting = false;
-      waiting.fetch_sub(1, std::memory_order_relaxed);
-    }
+    auto& sample = static_cast<EngineSequence&>(*sequence);
+    if (!sample.generation) start_generation(sample);
   }
   Counters::add(counters.preempted_total, static_cast<std::int64_t>(output.preempted.size()));
   const Clock::time_point forward_start = Clock::now();
@@ -247,7 +248,7 @@ bool Engine::State::step() {
   if (!ran.ok()) {
     // Finished first, so that on_step_done() publishes none of their blocks to the prefix cache.
     for (Sequence* sequence : output.scheduled) {
-      finish_with(static_cast<EngineSequence&>(*sequence), FinishReason::error, ran.message());
+      finish_with(static_cast<EngineSequence&>(*sequence), ran.error());
     }
     scheduler.on_step_done();
     return true;
@@ -294,27 +295,42 @@ void Engine::State::fork_samples(ActiveRequest& request, EngineSequence& parent)
     if (child.finished) continue;
     if (scheduler.fork(parent, &child).ok()) {
       child.in_scheduler = true;
+      start_generation(child);
       continue;
     }
     // No room to run alongside: it queues on its own and reuses the prompt's cached blocks.
     child.tokens = request.request.prompt_ids;
     child.num_prompt_tokens = static_cast<std::int32_t>(child.tokens.size());
     if (Status added = scheduler.add(&child); !added.ok()) {
-      finish_with(child, FinishReason::error, added.message());
+      finish_with(child, added.error());
       continue;
     }
     child.in_scheduler = true;
   }
 }
 
+// The sample leaves the waiting queue: from here on it holds its generation state.
+void Engine::State::start_generation(EngineSequence& sample) {
+  ActiveRequest& request = sample.request;
+  if (sample.counted_waiting) {
+    sample.counted_waiting = false;
+    request.waiting.release();
+  }
+  const Request& stored = request.request;
+  // So that appending a token never reallocates.
+  sample.tokens.reserve(stored.prompt_ids.size() +
+                        static_cast<std::size_t>(stored.stop.max_tokens));
+  sample.generation = std::make_unique<Generation>(stored, sample.index, generation_limits);
+}
+
 void Engine::State::generate(EngineSequence& sample, std::span<const float> row) {
   const std::int32_t generated = sample.num_generated_tokens();
-  const std::int32_t token = sample.generation.choose(row, scratch, generated);
+  const std::int32_t token = sample.generation->choose(row, scratch, candidates, generated);
   scheduler.append_token(sample, token);
   Counters::add(counters.generated_tokens, 1);
   const Clock::time_point start = Clock::now();
   RequestEvent event;
-  sample.generation.describe(token, row, generated + 1, event);
+  sample.generation->describe(token, row, generated + 1, event);
   if (event.finish_reason) {
     finish(sample, std::move(event));
   } else {
@@ -356,6 +372,10 @@ void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
   sample.pending.reset();
   if (sample.in_scheduler) scheduler.finish(sample);
   ActiveRequest& request = sample.request;
+  if (sample.counted_waiting) {
+    sample.counted_waiting = false;
+    request.waiting.release();
+  }
   --request.unfinished;
   event.index = sample.index;
   if (request.unfinished == 0) {
@@ -365,23 +385,22 @@ void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
     for (const auto& each : request.samples) {
       event.usage.completion_tokens += each->num_generated_tokens();
     }
-    if (request.counted_waiting) {
-      request.counted_waiting = false;
-      waiting.fetch_sub(1, std::memory_order_relaxed);
-    }
     Counters::add(counters.cached_tokens, event.usage.cached_tokens);
     Counters::add(counters.requests_finished, 1);
     completed.push_back(request.channel->id);
   }
   const FinishReason reason = *event.finish_reason;
-  const std::string message = event.message;
+  const Error cause{event.message, event.error_kind};
   // Always fits: deliver() keeps a slot free for each unfinished sample's last event.
   (void)request.channel->events.try_push(std::move(event));
   // Samples that were to fork from this one never will, and end the same way.
   if (sample.index == 0 && !request.forked) {
     for (std::size_t s = 1; s < request.samples.size(); ++s) {
-      finish_with(*request.samples[s],
-                  reason == FinishReason::error ? reason : FinishReason::cancelled, message);
+      if (reason == FinishReason::error) {
+        finish_with(*request.samples[s], cause);
+      } else {
+        finish_with(*request.samples[s], FinishReason::cancelled, cause.message);
+      }
     }
   }
 }
@@ -391,6 +410,14 @@ void Engine::State::finish_with(EngineSequence& sample, FinishReason reason,
   RequestEvent event;
   event.finish_reason = reason;
   event.message = message;
+  finish(sample, std::move(event));
+}
+
+void Engine::State::finish_with(EngineSequence& sample, const Error& error) {
+  RequestEvent event;
+  event.finish_reason = FinishReason::error;
+  event.message = error.message;
+  event.error_kind = error.kind;
   finish(sample, std::move(event));
 }
 
@@ -406,6 +433,7 @@ void Engine::State::remove_completed() {
 }
 
 void Engine::State::publish_counters() {
+  admission.tick(Clock::now());
   counters.running.store(scheduler.num_running(), std::memory_order_relaxed);
   counters.kv_free_blocks.store(kv_cache.num_free_blocks(), std::memory_order_relaxed);
   counters.prefix_hit_rate.store(kv_cache.prefix_hit_rate(), std::memory_order_relaxed);
@@ -424,9 +452,9 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   if (options.context_length <= 0) return Error{"engine: context_length must be > 0"};
   if (options.block_size <= 0) return Error{"engine: block_size must be > 0"};
   std::int32_t num_blocks = options.num_kv_blocks;
+  const std::uint64_t block_bytes =
+      backend.kv_block_bytes(options.kv_cache_type, options.block_size);
   if (num_blocks <= 0) {
-    const std::uint64_t block_bytes =
-        backend.kv_block_bytes(options.kv_cache_type, options.block_size);
     num_blocks = static_cast<std::int32_t>(std::min<std::uint64_t>(
         options.kv_cache_bytes / std::max<std::uint64_t>(block_bytes, 1), 1u << 30));
     if (num_blocks <= 0) {
@@ -434,12 +462,27 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
                                options.kv_cache_bytes, block_bytes)};
     }
   }
+  // One request at full context must fit, or valid requests would fail mid-generation.
+  const std::int64_t kv_tokens = static_cast<std::int64_t>(num_blocks) * options.block_size;
+  if (kv_tokens < options.context_length) {
+    return Error{fmt::format(
+        "the KV cache of {} bytes ({} blocks of {} tokens) holds {} tokens, fewer than the "
+        "context of {} tokens that one request may use; set max_model_len to at most {} or "
+        "raise kv_cache_bytes to at least {}",
+        static_cast<std::uint64_t>(num_blocks) * block_bytes, num_blocks, options.block_size,
+        kv_tokens, options.context_length, kv_tokens,
+        block_bytes * static_cast<std::uint64_t>((options.context_length + options.block_size - 1) /
+                                                 options.block_size))};
+  }
   if (Status allocated =
           backend.allocate_kv_cache({options.kv_cache_type, options.block_size, num_blocks});
       !allocated.ok()) {
     return Error{allocated.message()};
   }
   SchedulerOptions scheduler = options.scheduler;
+  // Admission bounds the queue; the scheduler's own bound only has to leave room for samples
+  // that could not fork and for preempted sequences.
+  scheduler.max_waiting = options.admission.max_waiting_sequences + scheduler.max_num_seqs;
   scheduler.max_num_batched_tokens =
       std::min(scheduler.max_num_batched_tokens, backend.max_batch_tokens());
   if (scheduler.max_num_seqs <= 0 || scheduler.max_num_batched_tokens <= 0) {
@@ -455,60 +498,73 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   return std::unique_ptr<Engine>(new Engine(std::move(state)));
 }
 
-bool Engine::is_overload(const Error& error) {
-  return error.message.starts_with(kOverloaded);
+Expected<RequestHandle> Engine::submit(Request request, std::string_view client) {
+  std::vector<Request> one;
+  one.push_back(std::move(request));
+  auto handles = submit_all(std::move(one), client);
+  if (!handles) return handles.error();
+  return std::move(handles->front());
 }
 
-Expected<RequestHandle> Engine::submit(Request request) {
+Expected<std::vector<RequestHandle>> Engine::submit_all(std::vector<Request> requests,
+                                                        std::string_view client) {
   State& s = *state_;
   s.submits_in_flight.fetch_add(1, std::memory_order_seq_cst);
   struct Leave {
     std::atomic<std::int32_t>& count;
     ~Leave() { count.fetch_sub(1, std::memory_order_seq_cst); }
   } leave{s.submits_in_flight};
-  if (s.stopping.load(std::memory_order_seq_cst)) return Error{"the engine is stopping"};
-  if (Status valid = validate_request(request, s.limits); !valid.ok()) {
-    return Error{valid.message()};
+  if (s.stopping.load(std::memory_order_seq_cst)) {
+    return Error{"the engine is stopping", ErrorKind::unavailable};
   }
-  if (s.waiting.fetch_add(1, std::memory_order_relaxed) >= s.max_waiting) {
-    s.waiting.fetch_sub(1, std::memory_order_relaxed);
-    return Error{fmt::format("{}{} requests are already waiting", kOverloaded, s.max_waiting)};
+  if (requests.empty()) return Error{"prompt: no prompt", ErrorKind::invalid_field, "prompt"};
+  std::int32_t samples_per_prompt = 1;
+  for (const Request& request : requests) {
+    if (Status valid = validate_request(request, s.limits); !valid.ok()) return valid.error();
+    samples_per_prompt = std::max(samples_per_prompt, request.n);
   }
-  const std::uint64_t id = s.next_id.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t capacity = std::max(
-      request.channel_capacity > 0 ? request.channel_capacity : s.options.event_channel_capacity,
-      static_cast<std::size_t>(request.n) + 1);
-  auto active = std::make_unique<ActiveRequest>();
-  active->request = std::move(request);
-  active->channel = std::make_shared<detail::RequestChannel>(id, capacity, s.inbox);
-  const Request& stored = active->request;
-  const GenerationLimits limits{s.limits.vocab_size, s.options.eos_token_ids, s.tokenizer};
-  const auto total_tokens =
-      stored.prompt_ids.size() + static_cast<std::size_t>(stored.stop.max_tokens);
-  for (std::int32_t index = 0; index < stored.n; ++index) {
-    auto sample = std::make_unique<EngineSequence>(*active, index, stored, limits);
-    sample->id = id;
-    sample->tokens.reserve(total_tokens);  // so that appending a token never reallocates
-    if (index == 0) {
-      sample->tokens = stored.prompt_ids;
-      sample->num_prompt_tokens = static_cast<std::int32_t>(stored.prompt_ids.size());
+  auto reserved =
+      s.admission.reserve(static_cast<std::int32_t>(requests.size()), samples_per_prompt, client);
+  if (!reserved) return reserved.error();
+
+  std::vector<RequestHandle> handles;
+  handles.reserve(requests.size());
+  for (Request& request : requests) {
+    const std::uint64_t id = s.next_id.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t capacity = std::max(
+        request.channel_capacity > 0 ? request.channel_capacity : s.options.event_channel_capacity,
+        static_cast<std::size_t>(request.n) + 1);
+    auto active = std::make_unique<ActiveRequest>();
+    active->request = std::move(request);
+    active->channel = std::make_shared<detail::RequestChannel>(id, capacity, s.inbox);
+    active->waiting = reserved->take(active->request.n);
+    const Request& stored = active->request;
+    for (std::int32_t index = 0; index < stored.n; ++index) {
+      auto sample = std::make_unique<EngineSequence>(*active, index);
+      sample->id = id;
+      if (index == 0) {
+        sample->tokens = stored.prompt_ids;
+        sample->num_prompt_tokens = static_cast<std::int32_t>(stored.prompt_ids.size());
+      }
+      active->samples.push_back(std::move(sample));
     }
-    active->samples.push_back(std::move(sample));
+    active->unfinished = stored.n;
+    RequestHandle handle(active->channel);
+    Command command{Command::Kind::submit, id, std::move(active)};
+    if (!s.inbox->queue.try_push(std::move(command))) {
+      // The engine may already run the first ones: they stop, and nothing of this is kept.
+      for (RequestHandle& queued : handles) queued.cancel();
+      return Error{"overloaded: the submit queue is full", ErrorKind::overloaded, "", 1};
+    }
+    handles.push_back(std::move(handle));
   }
-  active->unfinished = stored.n;
-  RequestHandle handle(active->channel);
-  Command command{Command::Kind::submit, id, std::move(active)};
-  if (!s.inbox->queue.try_push(std::move(command))) {
-    s.waiting.fetch_sub(1, std::memory_order_relaxed);
-    return Error{fmt::format("{}the submit queue is full", kOverloaded)};
-  }
-  return handle;
+  return handles;
 }
 
 Status Engine::cancel(std::uint64_t request_id) {
   Command command{Command::Kind::cancel, request_id, nullptr};
   if (!state_->inbox->queue.try_push(std::move(command))) {
-    return Error{fmt::format("{}the submit queue is full", kOverloaded)};
+    return Error{"overloaded: the submit queue is full", ErrorKind::overloaded, "", 1};
   }
   return Status::success();
 }
@@ -527,7 +583,7 @@ EngineStats Engine::stats() const {
     return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
   };
   EngineStats stats;
-  stats.waiting = state_->waiting.load(std::memory_order_relaxed);
+  stats.waiting = state_->admission.waiting();
   stats.running = c.running.load(std::memory_order_relaxed);
   stats.preempted_total = c.preempted_total.load(std::memory_order_relaxed);
   stats.steps = c.steps.load(std::memory_order_relaxed);

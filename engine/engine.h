@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/admission.h"
 #include "engine/backend/backend.h"
 #include "engine/expected.h"
 #include "engine/request.h"
@@ -22,8 +23,10 @@ struct EngineOptions {
   std::int32_t block_size = 16;
   bool enable_prefix_caching = true;
   // max_num_batched_tokens is capped at Backend::max_batch_tokens(); max_num_seqs must not
-  // exceed the sequences per pass the backend was built for.
+  // exceed the sequences per pass the backend was built for. scheduler.max_waiting is derived
+  // from `admission`.
   SchedulerOptions scheduler;
+  AdmissionLimits admission;
   std::size_t submit_queue_capacity = 1024;
   int thread_nice = 0;  // the engine thread's nice value (0: unchanged); see ThreadPool
   // Events buffered per request (each slot is ~140 bytes, allocated with the request). The
@@ -34,7 +37,7 @@ struct EngineOptions {
 
 // A snapshot of the engine's counters; times are totals since start, in seconds.
 struct EngineStats {
-  std::int32_t waiting = 0;  // submitted, not yet running (the overload bound applies)
+  std::int32_t waiting = 0;  // sequences submitted, not yet running (admission's bound)
   std::int32_t running = 0;
   std::int64_t preempted_total = 0;
   std::int64_t steps = 0;
@@ -66,10 +69,13 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Validates and queues a request. Errors name the field at fault; an overloaded engine
-  // answers with an error for which is_overload() holds (the service's 429).
-  Expected<RequestHandle> submit(Request request);
-  static bool is_overload(const Error& error);
+  // Validates and queues requests, all or none: together they are charged prompts x n waiting
+  // sequences to `client` (an API key or an address; empty for anonymous callers). Errors have
+  // a kind: invalid_field naming the field (also when a limit can never be met), context_length,
+  // overloaded with a retry time when the queue cannot take them now, unavailable when stopping.
+  Expected<std::vector<RequestHandle>> submit_all(std::vector<Request> requests,
+                                                  std::string_view client = {});
+  Expected<RequestHandle> submit(Request request, std::string_view client = {});
 
   // The request finishes as cancelled at the next step; unknown or finished ids are ignored.
   Status cancel(std::uint64_t request_id);

@@ -26,7 +26,7 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
     : request_(request),
       index_(index),
       eos_token_ids_(limits.eos_token_ids),
-      processor_(request.sampling, limits.vocab_size, request.prompt_ids),
+      processor_(request.sampling, limits.vocab_size, request.prompt_ids, request.stop.max_tokens),
       sampler_(seeded(request.sampling, index)),
       stop_checker_(request.stop.stop_strings) {
   if (limits.tokenizer != nullptr) {
@@ -50,14 +50,14 @@ bool Generation::is_stop_token(std::int32_t token) const {
 }
 
 std::int32_t Generation::choose(std::span<const float> logits, std::span<float> scratch,
-                                std::int32_t num_generated) {
+                                SamplerScratch& candidates, std::int32_t num_generated) {
   const bool suppress = num_generated < request_.stop.min_tokens && !suppressed_.empty();
   if (plain_greedy_ && !suppress) return argmax(logits);
   const std::span<float> row = scratch.first(logits.size());
   std::memcpy(row.data(), logits.data(), logits.size_bytes());
   processor_.apply(
       row, suppress ? std::span<const std::int32_t>(suppressed_) : std::span<const std::int32_t>());
-  return sampler_.sample(row);
+  return sampler_.sample(row, candidates);
 }
 
 void Generation::describe(std::int32_t token, std::span<const float> logits,

@@ -27,9 +27,10 @@ class Generation {
   // `request` must outlive the generation.
   Generation(const Request& request, std::int32_t index, const GenerationLimits& limits);
 
-  // The next token, from this step's logits row. `scratch` has room for a row.
+  // The next token, from this step's logits row. `scratch` has room for a row; the engine
+  // shares both scratch buffers among its samples.
   std::int32_t choose(std::span<const float> logits, std::span<float> scratch,
-                      std::int32_t num_generated);
+                      SamplerScratch& candidates, std::int32_t num_generated);
 
   // Fills `event` for `token`, the sample's num_generated-th token: text, logprobs, and the
   // finish reason when it ends the sample.

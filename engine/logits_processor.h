@@ -5,17 +5,19 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "engine/token_counts.h"
 
 namespace tern::engine {
 
 // One sample's logit adjustments before sampling: repetition penalty (HF style, over prompt and
 // output tokens), presence and frequency penalties (OpenAI style, over output tokens),
 // logit_bias, and tokens that may not be chosen yet (EOS before min_tokens). Its state is sized
-// once at admission, so apply() and accept() allocate nothing.
+// once, for the prompt plus `max_new_tokens`, so apply() and accept() allocate nothing and its
+// memory does not grow with the vocabulary.
 class LogitsProcessor {
  public:
   LogitsProcessor(const SamplingParams& params, std::int32_t vocab_size,
-                  std::span<const std::int32_t> prompt);
+                  std::span<const std::int32_t> prompt, std::int32_t max_new_tokens);
 
   // Whether apply() would leave every logit unchanged (with nothing suppressed).
   bool is_identity() const { return !penalties_ && bias_.empty(); }
@@ -26,17 +28,14 @@ class LogitsProcessor {
   void accept(std::int32_t token);
 
  private:
-  void remember(std::int32_t token);
-
   float repetition_penalty_;
   float presence_penalty_;
   float frequency_penalty_;
   bool penalties_;
   std::vector<std::pair<std::int32_t, float>> bias_;
+  std::int32_t vocab_size_;
   // Distinct prompt and output tokens, so apply() touches only them, not the whole vocabulary.
-  std::vector<std::int32_t> seen_;
-  std::vector<std::uint8_t> in_prompt_;      // [vocab], when penalties are on
-  std::vector<std::int32_t> output_counts_;  // [vocab], when penalties are on
+  TokenCounts seen_;  // when penalties are on
 };
 
 }  // namespace tern::engine

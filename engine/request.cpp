@@ -59,8 +59,9 @@ void RequestHandle::cancel() {
 
 namespace {
 
-Error field_error(std::string_view field, std::string_view message) {
-  return Error{fmt::format("{}: {}", field, message)};
+Error field_error(std::string_view field, std::string_view message,
+                  ErrorKind kind = ErrorKind::invalid_field) {
+  return Error{fmt::format("{}: {}", field, message), kind, std::string(field)};
 }
 
 bool valid_token(std::int32_t token, const RequestLimits& limits) {
@@ -122,7 +123,8 @@ Status validate_stop(const StopCondition& stop, std::size_t prompt_tokens,
     return field_error("max_tokens",
                        fmt::format("the prompt's {} tokens plus max_tokens {} exceed the model's "
                                    "context of {} tokens",
-                                   prompt_tokens, stop.max_tokens, limits.context_length));
+                                   prompt_tokens, stop.max_tokens, limits.context_length),
+                       ErrorKind::context_length);
   }
   for (const std::int32_t token : stop.stop_token_ids) {
     if (!valid_token(token, limits)) {

@@ -66,6 +66,7 @@ struct RequestEvent {
   std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs alternatives, best first
   std::optional<FinishReason> finish_reason;
   std::string message;  // for error, and for cancelled by the engine ("slow_consumer")
+  ErrorKind error_kind = ErrorKind::internal;  // for error
   bool done = false;
   Usage usage;  // set when done
 };

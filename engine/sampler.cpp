@@ -50,72 +50,72 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 
 // A uniform draw in [0, mass) from 53 random bits: the same on every standard library, unlike
 // std::uniform_real_distribution.
-std::int32_t Sampler::draw(double mass) {
+std::int32_t Sampler::draw(const SamplerScratch& candidates, double mass) {
   const double uniform = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
   double remaining = uniform * mass;
-  for (const auto& [probability, id] : candidates_) {
+  for (const auto& [probability, id] : candidates) {
     remaining -= probability;
     if (remaining < 0) return id;
   }
-  return candidates_.back().second;
+  return candidates.back().second;
 }
 
-std::int32_t Sampler::sample(std::span<const float> logits) {
+std::int32_t Sampler::sample(std::span<const float> logits, SamplerScratch& candidates) {
   if (params_.is_greedy()) return argmax(logits);
 
   const float inverse_temperature = 1.0f / params_.temperature;
-  candidates_.clear();
+  candidates.clear();
   for (std::size_t i = 0; i < logits.size(); ++i) {
     if (logits[i] == -std::numeric_limits<float>::infinity()) continue;
-    candidates_.emplace_back(logits[i] * inverse_temperature, static_cast<std::int32_t>(i));
+    candidates.emplace_back(logits[i] * inverse_temperature, static_cast<std::int32_t>(i));
   }
-  if (candidates_.empty()) return argmax(logits);
+  if (candidates.empty()) return argmax(logits);
   bool sorted = false;
-  if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < candidates_.size()) {
+  if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < candidates.size()) {
     const auto keep = static_cast<std::ptrdiff_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
-    candidates_.resize(static_cast<std::size_t>(keep));
+    std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(), better);
+    candidates.resize(static_cast<std::size_t>(keep));
     sorted = true;
   }
 
   // Softmax over what is left (unnormalised until the cuts are made).
   float max_logit = -std::numeric_limits<float>::infinity();
-  for (const auto& candidate : candidates_) max_logit = std::max(max_logit, candidate.first);
+  for (const auto& candidate : candidates) max_logit = std::max(max_logit, candidate.first);
   double total = 0;
-  for (auto& candidate : candidates_) {
+  for (auto& candidate : candidates) {
     candidate.first = std::exp(candidate.first - max_logit);
     total += candidate.first;
   }
   if (params_.min_p > 0.0f) {
     // The best candidate has weight exp(0) = 1, so min_p is the threshold itself.
     const auto threshold = params_.min_p;
-    std::erase_if(candidates_, [&](const auto& c) { return c.first < threshold; });
+    std::erase_if(candidates, [&](const auto& c) { return c.first < threshold; });
     total = 0;
-    for (const auto& candidate : candidates_) total += candidate.first;
+    for (const auto& candidate : candidates) total += candidate.first;
   }
   if (params_.top_p < 1.0f) {
     // Sort only as much of the head as the nucleus needs: usually a few dozen tokens.
     const double target = static_cast<double>(params_.top_p) * total;
-    std::size_t head = sorted ? candidates_.size() : std::min<std::size_t>(64, candidates_.size());
+    std::size_t head = sorted ? candidates.size() : std::min<std::size_t>(64, candidates.size());
     for (;;) {
       if (!sorted) {
-        std::partial_sort(candidates_.begin(),
-                          candidates_.begin() + static_cast<std::ptrdiff_t>(head),
-                          candidates_.end(), better);
+        std::partial_sort(candidates.begin(),
+                          candidates.begin() + static_cast<std::ptrdiff_t>(head), candidates.end(),
+                          better);
       }
       double cumulative = 0;
       std::size_t cut = 0;
-      while (cut < head && cumulative < target) cumulative += candidates_[cut++].first;
-      if (cumulative >= target || head == candidates_.size()) {
-        candidates_.resize(std::max<std::size_t>(cut, 1));
+      while (cut < head && cumulative < target) cumulative += candidates[cut++].first;
+      if (cumulative >= target || head == candidates.size()) {
+        candidates.resize(std::max<std::size_t>(cut, 1));
         break;
       }
-      head = std::min(head * 4, candidates_.size());
+      head = std::min(head * 4, candidates.size());
     }
     total = 0;
-    for (const auto& candidate : candidates_) total += candidate.first;
+    for (const auto& candidate : candidates) total += candidate.first;
   }
-  return draw(total);
+  return draw(candidates, total);
 }
 
 }  // namespace tern::engine

@@ -18,15 +18,16 @@ Scheduler::Scheduler(const SchedulerOptions& options, KvCacheManager& kv_cache)
 Status Scheduler::add(Sequence* sequence) {
   sequence->state = SequenceState::finished;  // until it is queued
   if (num_waiting() >= options_.max_waiting) {
-    return Error{fmt::format("server overloaded: {} requests are already waiting (max_waiting)",
-                             num_waiting())};
+    return Error{
+        fmt::format("overloaded: {} sequences are already waiting (max_waiting)", num_waiting()),
+        ErrorKind::overloaded, "", 1};
   }
   if (sequence->num_tokens() == 0) return Error{"the prompt is empty"};
   if (kv_cache_.blocks_for(sequence->num_tokens()) > usable_blocks()) {
-    return Error{
-        fmt::format("the prompt's {} tokens need more KV cache than the {} blocks of {} "
-                    "tokens available",
-                    sequence->num_tokens(), usable_blocks(), kv_cache_.block_size())};
+    return Error{fmt::format("the prompt's {} tokens need more KV cache than the {} blocks of {} "
+                             "tokens available",
+                             sequence->num_tokens(), usable_blocks(), kv_cache_.block_size()),
+                 ErrorKind::context_length, "prompt"};
   }
   sequence->state = SequenceState::waiting;
   sequence->num_computed_tokens = 0;

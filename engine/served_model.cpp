@@ -84,9 +84,11 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   options.thread_nice = pool.worker_nice();  // it joins the pool's loops
   options.scheduler.max_num_seqs = spec.max_num_seqs;
   options.scheduler.max_num_batched_tokens = spec.max_num_batched_tokens;
-  options.scheduler.max_waiting = spec.max_waiting_requests;
+  options.admission.max_waiting_sequences = spec.max_waiting_sequences;
+  options.admission.max_sequences_per_request = spec.max_sequences_per_request;
+  options.admission.max_waiting_share_per_client = spec.max_waiting_share_per_client;
   options.submit_queue_capacity = std::max<std::size_t>(
-      options.submit_queue_capacity, static_cast<std::size_t>(spec.max_waiting_requests) + 16);
+      options.submit_queue_capacity, static_cast<std::size_t>(spec.max_waiting_sequences) + 16);
   auto engine = Engine::create(*served->backend, served->tokenizer.get(), options);
   if (!engine) return Error{describe(spec, engine.error().message)};
   served->engine = std::move(*engine);

@@ -47,7 +47,9 @@ struct ModelSpec {
   int max_model_len = 0;  // 0: the model's own context length
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;
-  int max_waiting_requests = 1024;
+  int max_waiting_sequences = 1024;  // prompts x n of every request not yet scheduled
+  int max_sequences_per_request = 256;
+  double max_waiting_share_per_client = 0.5;
   std::uint64_t kv_cache_bytes = 1ull << 30;
   int block_size = 16;
   KvCacheType kv_cache_type = KvCacheType::f16;

@@ -335,11 +335,27 @@ void read_sampling(const Reader& r, const YAML::Node& node, const std::string& b
 }
 
 ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::string& base) {
-  r.expect_keys(
-      node, base,
-      {"name", "path", "aliases", "backend", "devices", "threads", "max_model_len", "max_num_seqs",
-       "max_num_batched_tokens", "max_waiting_requests", "kv_cache_bytes", "block_size",
-       "kv_cache_dtype", "enable_prefix_caching", "chat_template", "required", "sampling"});
+  r.expect_keys(node, base,
+                {"name",
+                 "path",
+                 "aliases",
+                 "backend",
+                 "devices",
+                 "threads",
+                 "max_model_len",
+                 "max_num_seqs",
+                 "max_num_batched_tokens",
+                 "max_waiting_sequences",
+                 "max_waiting_requests",
+                 "max_sequences_per_request",
+                 "max_waiting_share_per_client",
+                 "kv_cache_bytes",
+                 "block_size",
+                 "kv_cache_dtype",
+                 "enable_prefix_caching",
+                 "chat_template",
+                 "required",
+                 "sampling"});
   ModelConfig model;
   for (const char* required_key : {"name", "path"}) {
     if (!node[required_key]) r.fail(node, join_path(base, required_key), "is required");
@@ -385,8 +401,16 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       positive(model.max_num_seqs);
     } else if (key == "max_num_batched_tokens") {
       positive(model.max_num_batched_tokens);
-    } else if (key == "max_waiting_requests") {
-      positive(model.max_waiting_requests);
+    } else if (key == "max_waiting_sequences" || key == "max_waiting_requests") {
+      // max_waiting_requests is the older name: the queue always counted sequences.
+      positive(model.max_waiting_sequences);
+    } else if (key == "max_sequences_per_request") {
+      positive(model.max_sequences_per_request);
+    } else if (key == "max_waiting_share_per_client") {
+      model.max_waiting_share_per_client = r.number(value, path);
+      if (!(model.max_waiting_share_per_client > 0 && model.max_waiting_share_per_client <= 1)) {
+        r.fail(value, path, "must be in (0, 1]");
+      }
     } else if (key == "kv_cache_bytes") {
       model.kv_cache_bytes = r.bytes(value, path);
       if (model.kv_cache_bytes == 0) r.fail(value, path, "must be > 0");
@@ -528,7 +552,10 @@ std::string dump_config(const Config& config) {
     if (m.max_model_len > 0) out << YAML::Key << "max_model_len" << YAML::Value << m.max_model_len;
     out << YAML::Key << "max_num_seqs" << YAML::Value << m.max_num_seqs;
     out << YAML::Key << "max_num_batched_tokens" << YAML::Value << m.max_num_batched_tokens;
-    out << YAML::Key << "max_waiting_requests" << YAML::Value << m.max_waiting_requests;
+    out << YAML::Key << "max_waiting_sequences" << YAML::Value << m.max_waiting_sequences;
+    out << YAML::Key << "max_sequences_per_request" << YAML::Value << m.max_sequences_per_request;
+    out << YAML::Key << "max_waiting_share_per_client" << YAML::Value
+        << m.max_waiting_share_per_client;
     out << YAML::Key << "kv_cache_bytes" << YAML::Value << m.kv_cache_bytes;
     out << YAML::Key << "block_size" << YAML::Value << m.block_size;
     out << YAML::Key << "kv_cache_dtype" << YAML::Value << m.kv_cache_dtype;

@@ -72,7 +72,10 @@ struct ModelConfig {
   int max_model_len = 0;        // 0 means the model's own context length
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;
-  int max_waiting_requests = 1024;  // past this, requests get 429
+  // The waiting queue, in sequences (each prompt x n counts); past it, requests get 429.
+  int max_waiting_sequences = 1024;
+  int max_sequences_per_request = 256;        // prompts x n of one request; more is a 400
+  double max_waiting_share_per_client = 0.5;  // of max_waiting_sequences, per API key or address
   std::uint64_t kv_cache_bytes = 1ull << 30;
   int block_size = 16;
   std::string kv_cache_dtype = "f16";  // f16 | bf16 | f32

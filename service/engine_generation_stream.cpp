@@ -1,5 +1,7 @@
 #include "service/engine_generation_stream.h"
 
+#include "service/engine_error.h"
+
 namespace tern::service {
 
 EngineGenerationStream::EngineGenerationStream(const engine::Tokenizer& tokenizer,
@@ -50,8 +52,8 @@ void EngineGenerationStream::convert(engine::RequestEvent& event) {
       case engine::FinishReason::error: {
         GenerationEvent error;
         error.kind = GenerationEvent::Kind::error;
-        error.error =
-            openai::server_error(event.message.empty() ? "the engine failed" : event.message);
+        error.error = api_error_from(Error{event.message, event.error_kind}, options_.model_name,
+                                     options_.prompt_param);
         pending_.push_back(std::move(error));
         terminal_queued_ = true;
         // The other parts can no longer be reported; stop them.

@@ -26,6 +26,8 @@ class EngineGenerationStream final : public GenerationStream {
   };
   struct Options {
     bool logprobs = false;
+    std::string model_name;                    // for error messages
+    std::string_view prompt_param = "prompt";  // what the request calls its prompt
   };
 
   // `tokenizer` spells out logprob tokens and must outlive the stream.

@@ -97,13 +97,16 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
   if (!built) return built.error();
   const int choices = built->n;
-  auto handle = submit_to_engine(model, std::move(*built), shape.prompt_param);
-  if (!handle) return handle.error();
+  std::vector<engine::Request> requests;
+  requests.push_back(std::move(*built));
+  auto handles = submit_to_engine(model, std::move(requests), request.client, shape.prompt_param);
+  if (!handles) return handles.error();
   model_id = request.model.empty() ? model.spec.name : request.model;
   std::vector<EngineGenerationStream::Part> parts;
-  parts.push_back({std::move(*handle), 0, choices, {}, false});
+  parts.push_back({std::move(handles->front()), 0, choices, {}, false});
   return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
-      *model.tokenizer, std::move(parts), EngineGenerationStream::Options{request.logprobs}));
+      *model.tokenizer, std::move(parts),
+      EngineGenerationStream::Options{request.logprobs, model.spec.name, shape.prompt_param}));
 }
 
 openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_completion(
@@ -133,23 +136,21 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
     if (!built) return built.error();
     requests.push_back(std::move(*built));
   }
+  const int choices = request.sampling.n;
+  auto handles = submit_to_engine(model, std::move(requests), request.client, shape.prompt_param);
+  if (!handles) return handles.error();
   std::vector<EngineGenerationStream::Part> parts;
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    const int choices = requests[i].n;
-    auto handle = submit_to_engine(model, std::move(requests[i]), shape.prompt_param);
-    if (!handle) {
-      for (auto& part : parts) part.handle.cancel();
-      return handle.error();
-    }
+  for (std::size_t i = 0; i < handles->size(); ++i) {
     EngineGenerationStream::Part part{
-        std::move(*handle), static_cast<int>(i) * choices, choices, {}, request.echo};
+        std::move((*handles)[i]), static_cast<int>(i) * choices, choices, {}, request.echo};
     if (request.echo) part.echo_text = std::move(echo_texts[i]);
     parts.push_back(std::move(part));
   }
   model_id = request.model.empty() ? model.spec.name : request.model;
   return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
       *model.tokenizer, std::move(parts),
-      EngineGenerationStream::Options{request.logprobs.has_value()}));
+      EngineGenerationStream::Options{request.logprobs.has_value(), model.spec.name,
+                                      shape.prompt_param}));
 }
 
 openai::ApiResult<TokenizeResult> EngineModelService::tokenize(

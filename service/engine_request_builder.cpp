@@ -1,8 +1,8 @@
 #include "service/engine_request_builder.h"
 
-#include <random>
+#include "service/engine_error.h"
 
-#include <fmt/format.h>
+#include <random>
 
 namespace tern::service {
 namespace {
@@ -94,26 +94,12 @@ openai::ApiResult<engine::Request> build_engine_request(const engine::ServedMode
   return request;
 }
 
-openai::ApiResult<engine::RequestHandle> submit_to_engine(const engine::ServedModel& model,
-                                                          engine::Request request,
-                                                          std::string_view prompt_param) {
-  auto handle = model.engine->submit(std::move(request));
-  if (handle) return std::move(*handle);
-  const std::string& message = handle.error().message;
-  if (engine::Engine::is_overload(handle.error())) {
-    return openai::too_many_requests(
-        fmt::format("The model '{}' is overloaded ({}); retry shortly", model.spec.name, message),
-        1);
-  }
-  // Validation errors start with the field's name: "top_p: must be in (0, 1], got 1.5".
-  const std::size_t colon = message.find(':');
-  if (colon == std::string::npos || message.find(' ') < colon) {
-    return openai::service_unavailable(
-        fmt::format("The model '{}' cannot take requests: {}", model.spec.name, message), 1);
-  }
-  std::string param = message.substr(0, colon);
-  if (param == "prompt") param = std::string(prompt_param);
-  return openai::invalid_request(std::move(param), message);
+openai::ApiResult<std::vector<engine::RequestHandle>> submit_to_engine(
+    const engine::ServedModel& model, std::vector<engine::Request> requests,
+    std::string_view client, std::string_view prompt_param) {
+  auto handles = model.engine->submit_all(std::move(requests), client);
+  if (!handles) return api_error_from(handles.error(), model.spec.name, prompt_param);
+  return std::move(*handles);
 }
 
 }  // namespace tern::service

@@ -27,10 +27,10 @@ openai::ApiResult<engine::Request> build_engine_request(const engine::ServedMode
                                                         std::vector<std::int32_t> prompt_ids,
                                                         const RequestShape& shape);
 
-// Submits to the model's engine: overload is 429 with Retry-After, a bad field 400 naming it,
-// a stopping engine 503.
-openai::ApiResult<engine::RequestHandle> submit_to_engine(const engine::ServedModel& model,
-                                                          engine::Request request,
-                                                          std::string_view prompt_param);
+// Submits a request's prompts to the model's engine, all or none, charged to `client`. Errors
+// come back as the client-facing ApiError of their kind (service/engine_error.h).
+openai::ApiResult<std::vector<engine::RequestHandle>> submit_to_engine(
+    const engine::ServedModel& model, std::vector<engine::Request> requests,
+    std::string_view client, std::string_view prompt_param);
 
 }  // namespace tern::service

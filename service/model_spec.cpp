@@ -20,7 +20,9 @@ engine::ModelSpec to_model_spec(const ModelConfig& config) {
   spec.max_model_len = config.max_model_len;
   spec.max_num_seqs = config.max_num_seqs;
   spec.max_num_batched_tokens = config.max_num_batched_tokens;
-  spec.max_waiting_requests = config.max_waiting_requests;
+  spec.max_waiting_sequences = config.max_waiting_sequences;
+  spec.max_sequences_per_request = config.max_sequences_per_request;
+  spec.max_waiting_share_per_client = config.max_waiting_share_per_client;
   spec.kv_cache_bytes = config.kv_cache_bytes;
   spec.block_size = config.block_size;
   spec.kv_cache_type = kv_cache_type(config.kv_cache_dtype);

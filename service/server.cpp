@@ -634,11 +634,21 @@ struct Server::Impl {
         use_awaitable);
   }
 
+  // Who asks, for the per-client share of a model's waiting queue: the API key when keys are
+  // set (an address may front many users behind one proxy), else the peer's address.
+  std::string client_of(beast::tcp_stream& stream, const Request& request) const {
+    if (keys.enabled()) return std::string(request[http::field::authorization]);
+    boost::system::error_code ec;
+    const tcp::endpoint peer = stream.socket().remote_endpoint(ec);
+    return ec ? std::string() : peer.address().to_string();
+  }
+
   awaitable<bool> handle_chat(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                               const Request& request, RequestRecord& record) {
     auto parsed = openai::parse_chat_completion_request(request.body());
     if (!parsed)
       co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+    parsed->client = client_of(stream, request);
     std::string model_id;
     auto started = co_await on_pool([&] { return models.start_chat(*parsed, model_id); });
     if (!*started) {
@@ -664,6 +674,7 @@ struct Server::Impl {
     auto parsed = openai::parse_completion_request(request.body());
     if (!parsed)
       co_return co_await finish_with_error(stream, request, record, parsed.error(), true);
+    parsed->client = client_of(stream, request);
     std::string model_id;
     auto started = co_await on_pool([&] { return models.start_completion(*parsed, model_id); });
     if (!*started) {

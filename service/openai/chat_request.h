@@ -40,6 +40,9 @@ struct ChatCompletionRequest {
   std::string chat_template_kwargs_json;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
+  // Not from the body: who is asking (the API key, or the address without keys), for the
+  // per-client share of the waiting queue. Set by the server.
+  std::string client;
 };
 
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body);

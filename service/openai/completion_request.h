@@ -30,6 +30,7 @@ struct CompletionRequest {
   std::optional<int> logprobs;  // how many alternatives per token, 0..20
   std::string user;
   bool add_special_tokens = true;
+  std::string client;  // not from the body: see ChatCompletionRequest::client
 };
 
 ApiResult<CompletionRequest> parse_completion_request(std::string_view body);

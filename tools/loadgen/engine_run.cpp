@@ -172,7 +172,7 @@ RunResult DirectEngine::run(const Options& options, int concurrency, int request
       auto handle = request ? engine.submit(std::move(*request))
                             : Expected<engine::RequestHandle>(request.error());
       if (!handle) {
-        const bool overload = request && engine::Engine::is_overload(handle.error());
+        const bool overload = request && handle.error().kind == ErrorKind::overloaded;
         result.error = overload ? "overload" : "rejected";
         first_error.try_emplace(result.error, handle.error().message);
         result.e2e_ms = ms_between(sent, Clock::now());

@@ -199,11 +199,13 @@ TEST_F(EngineBehaviourTest, MinTokensAndLogprobs) {
 }
 
 TEST_F(EngineBehaviourTest, InvalidRequestsAreRefusedNamingTheField) {
-  auto refused = [&](Request bad, std::string_view field) {
+  auto refused = [&](Request bad, std::string_view field,
+                     ErrorKind kind = ErrorKind::invalid_field) {
     auto handle = engine_->submit(std::move(bad));
     ASSERT_FALSE(handle.ok()) << field;
     EXPECT_TRUE(handle.error().message.starts_with(field)) << handle.error().message;
-    EXPECT_FALSE(Engine::is_overload(handle.error()));
+    EXPECT_EQ(handle.error().field, field);
+    EXPECT_EQ(handle.error().kind, kind) << field;
   };
   const Request good = request("Once", 8);
   Request bad = good;
@@ -228,7 +230,7 @@ TEST_F(EngineBehaviourTest, InvalidRequestsAreRefusedNamingTheField) {
   refused(bad, "logit_bias");
   bad = good;
   bad.stop.max_tokens = 600;
-  refused(bad, "max_tokens");
+  refused(bad, "max_tokens", ErrorKind::context_length);
   bad = good;
   bad.prompt_ids.clear();
   refused(bad, "prompt");

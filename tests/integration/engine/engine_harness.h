@@ -88,22 +88,25 @@ class TinyEngineFactory {
 
   // The engine lives until the next make(), which stops it before replacing its backend.
   Engine* make(const EngineOptions& options) {
+    auto engine = try_make(options);
+    if (!engine) {
+      ADD_FAILURE() << engine.error().message;
+      return nullptr;
+    }
+    return *engine;
+  }
+
+  Expected<Engine*> try_make(const EngineOptions& options) {
     engine_.reset();
     CpuBackendOptions backend_options;
     backend_options.max_batch_tokens = 256;
     backend_options.max_sequences = 64;
     backend_options.max_context = weights_.config().context_length;
     auto backend = CpuBackend::create(weights_, pool_, backend_options);
-    if (!backend) {
-      ADD_FAILURE() << backend.error().message;
-      return nullptr;
-    }
+    if (!backend) return backend.error();
     backend_ = std::move(*backend);
     auto engine = Engine::create(*backend_, tokenizer_.get(), options);
-    if (!engine) {
-      ADD_FAILURE() << engine.error().message;
-      return nullptr;
-    }
+    if (!engine) return engine.error();
     engine_ = std::move(*engine);
     return engine_.get();
   }

@@ -117,7 +117,7 @@ models:
   EXPECT_EQ(m.max_model_len, 4096);
   EXPECT_EQ(m.max_num_seqs, 8);
   EXPECT_EQ(m.max_num_batched_tokens, 512);
-  EXPECT_EQ(m.max_waiting_requests, 10);
+  EXPECT_EQ(m.max_waiting_sequences, 10);
   EXPECT_EQ(m.kv_cache_bytes, 2000000000ull);
   EXPECT_EQ(m.block_size, 32);
   EXPECT_EQ(m.kv_cache_dtype, "bf16");

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "engine/logits_processor.h"
+#include "engine/token_counts.h"
 
 namespace tern::engine {
 namespace {
@@ -79,7 +81,7 @@ TEST(LogitsProcessorTest, PenaltiesBiasAndSuppression) {
   params.frequency_penalty = 0.25f;
   params.logit_bias = {{4, 10.0f}};
   const std::vector<std::int32_t> prompt = {0, 1};
-  LogitsProcessor processor(params, 6, prompt);
+  LogitsProcessor processor(params, 6, prompt, 16);
   processor.accept(2);
   processor.accept(2);
   std::vector<float> logits = {4, -4, 4, 4, 0, 1};
@@ -91,7 +93,42 @@ TEST(LogitsProcessorTest, PenaltiesBiasAndSuppression) {
   EXPECT_FLOAT_EQ(logits[3], 4.0f);                // untouched
   EXPECT_FLOAT_EQ(logits[4], 10.0f);               // biased
   EXPECT_TRUE(std::isinf(logits[5]) && logits[5] < 0);
-  EXPECT_TRUE(LogitsProcessor({}, 6, prompt).is_identity());
+  EXPECT_TRUE(LogitsProcessor({}, 6, prompt, 16).is_identity());
+}
+
+TEST(TokenCountsTest, CountsDistinctTokensInFirstSeenOrderWithinItsSize) {
+  TokenCounts counts(4);
+  counts.add_prompt_token(151000);
+  counts.add_output_token(7);
+  counts.add_output_token(151000);
+  counts.add_output_token(7);
+  counts.add_output_token(99);
+  counts.add_output_token(5);
+  counts.add_output_token(6);  // a fifth distinct token: more than it was sized for, dropped
+  std::vector<std::tuple<std::int32_t, std::int32_t, bool>> seen;
+  counts.for_each([&](const TokenCounts::Entry& entry) {
+    seen.emplace_back(entry.token, entry.output_count, entry.in_prompt);
+  });
+  const std::vector<std::tuple<std::int32_t, std::int32_t, bool>> expected = {
+      {151000, 1, true}, {7, 2, false}, {99, 1, false}, {5, 1, false}};
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(LogitsProcessorTest, PenaltiesOverALargeVocabularyTouchOnlyTheSeenTokens) {
+  constexpr std::int32_t kVocab = 151936;
+  SamplingParams params;
+  params.presence_penalty = 1.0f;
+  const std::vector<std::int32_t> prompt = {kVocab - 1, 3};
+  LogitsProcessor processor(params, kVocab, prompt, 8);
+  processor.accept(kVocab - 2);
+  processor.accept(kVocab - 2);
+  std::vector<float> logits(kVocab, 0.5f);
+  processor.apply(logits, {});
+  EXPECT_FLOAT_EQ(logits[kVocab - 2], -0.5f);  // generated: presence penalty once
+  EXPECT_FLOAT_EQ(logits[kVocab - 1], 0.5f);   // prompt only: presence counts output tokens
+  std::size_t changed = 0;
+  for (const float logit : logits) changed += logit != 0.5f ? 1 : 0;
+  EXPECT_EQ(changed, 1u);
 }
 
 }  // namespace
