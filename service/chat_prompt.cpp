@@ -119,7 +119,16 @@ openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplat
     if (!tools || !tools->is_list()) {
       return openai::invalid_request("tools", "tools must be an array");
     }
-    if (!tools->as_list().empty()) context.set("tools", *tools);
+    if (!tools->as_list().empty()) {
+      if (!chat_template.renders_tools()) {
+        return openai::invalid_request(
+            "tools",
+            "This model's chat template never reads `tools`, so the model would not see them; "
+            "send the request without `tools`, or serve the model with a chat_template that "
+            "renders them");
+      }
+      context.set("tools", *tools);
+    }
   }
   context.set("add_generation_prompt", Value::boolean(input.add_generation_prompt));
   auto rendered = chat_template.render(Value::dict(std::move(context)));

@@ -2,10 +2,12 @@
 
 #include <exception>
 #include <new>
+#include <vector>
 
 #include <simdjson.h>
 
 #include "engine/chat/ast.h"
+#include "engine/chat/lexer.h"
 #include "engine/chat/parser.h"
 #include "engine/chat/template_error.h"
 #include "engine/chat/value_json.h"
@@ -46,11 +48,79 @@ Expected<std::string> ChatTemplate::render(const Value& context) const {
   }
 }
 
+bool ChatTemplate::reads_variable(std::string_view name) const {
+  std::vector<Token> tokens;
+  try {
+    tokens = tokenize(*source_);
+  } catch (const TemplateError&) {
+    return false;  // unreachable: the source lexed when it was parsed
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  auto is_operator = [&](std::size_t at, std::string_view op) {
+    return at < tokens.size() && tokens[at].kind == TokenKind::kOperator && tokens[at].text == op;
+  };
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].kind != TokenKind::kName || tokens[i].text != name) continue;
+    // `x.name` is an attribute; `name = ...` is an assignment or a keyword argument.
+    const bool attribute = i > 0 && is_operator(i - 1, ".");
+    if (!attribute && !is_operator(i + 1, "=")) return true;
+  }
+  return false;
+}
+
 std::string chatml_fallback_template() {
-  return "{%- for message in messages %}"
-         "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
-         "{%- endfor %}"
-         "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+  // ChatML has no convention for tools, so they are written as Qwen2.5 and Qwen3 write them: a
+  // <tools> block in the system turn, <tool_call> JSON in the assistant turn, and consecutive
+  // tool results as <tool_response> blocks in one user turn. Null content (an assistant turn that
+  // only calls tools) is empty; arguments that are not an object (a string that was not JSON)
+  // are written as given.
+  return R"JINJA({%- if tools %}
+{{- '<|im_start|>system\n' }}
+{%- if messages and messages[0].role == 'system' and messages[0].content is string %}
+{{- messages[0].content + '\n\n' }}
+{%- endif %}
+{{- '# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>' }}
+{%- for tool in tools %}
+{{- '\n' + tool | tojson }}
+{%- endfor %}
+{{- '\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+{%- set content = message.content if message.content is string else '' %}
+{%- if message.role == 'system' and loop.first and tools %}
+{#- already written at the top of the tools block #}
+{%- elif message.role == 'tool' %}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}
+{{- '<|im_start|>user' }}
+{%- endif %}
+{{- '\n<tool_response>\n' + content + '\n</tool_response>' }}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}
+{{- '<|im_end|>\n' }}
+{%- endif %}
+{%- elif message.role == 'assistant' and message.tool_calls %}
+{{- '<|im_start|>assistant' }}
+{%- if content %}
+{{- '\n' + content }}
+{%- endif %}
+{%- for tool_call in message.tool_calls %}
+{%- set call = tool_call.function if tool_call.function is defined else tool_call %}
+{{- '\n<tool_call>\n{"name": "' }}{{ call.name }}{{ '", "arguments": ' }}
+{%- if call.arguments is string %}
+{{- call.arguments }}
+{%- else %}
+{{- call.arguments | tojson }}
+{%- endif %}
+{{- '}\n</tool_call>' }}
+{%- endfor %}
+{{- '<|im_end|>\n' }}
+{%- else %}
+{{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>\n' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|im_start|>assistant\n' }}
+{%- endif %})JINJA";
 }
 
 Expected<std::string> chat_template_from_tokenizer_config(std::string_view config_json,

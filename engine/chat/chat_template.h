@@ -29,6 +29,11 @@ class ChatTemplate {
 
   const std::string& source() const { return *source_; }
 
+  // Whether the template's code reads the variable `name` (not an attribute or a keyword
+  // argument of that name, nor text or a string literal). Lexes the source again: call it once,
+  // at load. Used to tell templates that render `tools` from those that would drop them.
+  bool reads_variable(std::string_view name) const;
+
  private:
   ChatTemplate() = default;
 
@@ -37,7 +42,8 @@ class ChatTemplate {
   RenderLimits limits_;
 };
 
-// ChatML, for models that ship no template (the caller logs a warning when it falls back).
+// ChatML, for models that ship no template (the caller logs a warning when it falls back), with
+// tools, tool calls and tool results written as Qwen's (Hermes-style) templates write them.
 std::string chatml_fallback_template();
 
 // The chat template in a tokenizer_config.json: `chat_template` is a string, or a list of

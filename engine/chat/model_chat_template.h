@@ -26,18 +26,23 @@ class ModelChatTemplate {
   Expected<std::string> render_json(std::string_view context_json) const;
 
   bool is_fallback() const { return is_fallback_; }
+  // False when the template never reads `tools`: a request's tools would silently vanish from
+  // the prompt, so the service refuses them instead. The fallback renders them.
+  bool renders_tools() const { return renders_tools_; }
 
  private:
   ModelChatTemplate(chat::ChatTemplate compiled, std::string bos, std::string eos, bool fallback)
       : template_(std::move(compiled)),
         bos_token_(std::move(bos)),
         eos_token_(std::move(eos)),
-        is_fallback_(fallback) {}
+        is_fallback_(fallback),
+        renders_tools_(template_.reads_variable("tools")) {}
 
   chat::ChatTemplate template_;
   std::string bos_token_;
   std::string eos_token_;
   bool is_fallback_;
+  bool renders_tools_;
 };
 
 }  // namespace tern::engine

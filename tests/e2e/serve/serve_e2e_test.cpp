@@ -326,6 +326,54 @@ TEST_F(ServeTest, TemplateRaiseIsAClientError) {
   EXPECT_EQ(accepted.result_int(), 200) << accepted.body();
 }
 
+// TinyStories has no chat template, so the ChatML fallback renders an OpenAI client's tool
+// round trip (content null, arguments as a JSON string); "strict"'s template never reads
+// `tools`, so tools sent to it are refused rather than dropped.
+TEST_F(ServeTest, ToolHistoryOnTheFallbackAndToolsTheTemplateCannotRender) {
+  Client c = client();
+  const std::string tools =
+      R"([{"type":"function","function":{"name":"get_weather","parameters":{}}}])";
+  const Response rendered = c.post("/tokenize", fmt::format(R"({{"model":"ts","tools":{},
+      "messages":[{{"role":"user","content":"Weather?"}},
+        {{"role":"assistant","content":null,"tool_calls":[{{"id":"c1","type":"function",
+          "function":{{"name":"get_weather","arguments":"{{\"city\":\"Paris\"}}"}}}}]}},
+        {{"role":"tool","tool_call_id":"c1","content":"21"}}]}})",
+                                                            tools));
+  ASSERT_EQ(rendered.result_int(), 200) << rendered.body();
+  simdjson::dom::parser parser;
+  std::vector<std::int32_t> ids;
+  for (std::int64_t id : parse(parser, rendered.body())["tokens"].get_array()) {
+    ids.push_back(static_cast<std::int32_t>(id));
+  }
+  const Response prompt = c.post("/detokenize", fmt::format(R"({{"tokens":{}}})", id_list(ids)));
+  ASSERT_EQ(prompt.result_int(), 200) << prompt.body();
+  const std::string text(std::string_view(parse(parser, prompt.body())["prompt"]));
+  // TinyStories' vocabulary has no '{' or '/' (they decode as <unk>), so only the parts
+  // without them are checked here; the exact prompt is checked in tern_service_tests.
+  for (std::string_view part :
+       {"<|im_start|>assistant\n<tool_call>\n", R"("name": "get_weather", "arguments": )",
+        R"("city": "Paris")", "<|im_start|>user\n<tool_response>\n21\n"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << " not in\n" << text;
+  }
+
+  const Response chat = c.post("/v1/chat/completions", fmt::format(R"({{"model":"ts","tools":{},
+      "messages":[{{"role":"user","content":"Weather?"}},
+        {{"role":"assistant","content":null,"tool_calls":[{{"id":"c1","type":"function",
+          "function":{{"name":"get_weather","arguments":"{{}}"}}}}]}},
+        {{"role":"tool","tool_call_id":"c1","content":"21"}}],"max_tokens":2}})",
+                                                                   tools));
+  EXPECT_EQ(chat.result_int(), 200) << chat.body();
+
+  const Response refused = c.post(
+      "/v1/chat/completions",
+      fmt::format(R"({{"model":"strict","tools":{},"messages":[{{"role":"system","content":"S"}},
+          {{"role":"user","content":"hi"}}],"max_tokens":2}})",
+                  tools));
+  EXPECT_EQ(refused.result_int(), 400) << refused.body();
+  EXPECT_NE(refused.body().find(R"("param":"tools")"), std::string::npos) << refused.body();
+  EXPECT_NE(refused.body().find("never reads `tools`"), std::string::npos) << refused.body();
+}
+
 TEST_F(ServeTest, DisconnectMidStreamFreesTheEngine) {
   ASSERT_TRUE(engine_idle());
   {

@@ -100,5 +100,50 @@ TEST(ChatTemplateReference, ChatmlFallback) {
             "<|im_start|>assistant\n");
 }
 
+// The fallback renders tools, tool calls and tool results the way Qwen's (Hermes-style)
+// template does: byte for byte what Qwen3's template gives on its tool reference case.
+TEST(ChatTemplateReference, ChatmlFallbackRendersToolsAsQwen3Does) {
+  TERN_REQUIRE_SHARED(reference_path, "reference/qwen3.chat_template.jsonl");
+  Expected<ChatTemplate> compiled = ChatTemplate::parse(chatml_fallback_template());
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  std::ifstream lines(reference_path);
+  std::string line;
+  simdjson::dom::parser parser;
+  int checked = 0;
+  while (std::getline(lines, line)) {
+    simdjson::padded_string padded(line);
+    simdjson::dom::element record;
+    ASSERT_EQ(parser.parse(padded).get(record), simdjson::SUCCESS);
+    std::string_view name;
+    ASSERT_EQ(record["case"].get_string().get(name), simdjson::SUCCESS);
+    if (name != "tools_and_call") continue;
+    std::string_view expected;
+    ASSERT_EQ(record["rendered"].get_string().get(expected), simdjson::SUCCESS);
+    simdjson::dom::element context;
+    ASSERT_EQ(record["context"].get(context), simdjson::SUCCESS);
+    Expected<std::string> rendered = compiled->render_json(simdjson::minify(context));
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(*rendered, expected);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1) << "no tools_and_call case in " << reference_path;
+}
+
+// An assistant turn that only calls tools has content null (what OpenAI clients send back).
+TEST(ChatTemplateReference, ChatmlFallbackAcceptsNullContent) {
+  Expected<ChatTemplate> compiled = ChatTemplate::parse(chatml_fallback_template());
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  Expected<std::string> rendered = compiled->render_json(R"({"messages": [
+      {"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": null,
+       "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]},
+      {"role": "tool", "content": "ok"}]})");
+  ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+  EXPECT_EQ(*rendered,
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"
+            "{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n");
+}
+
 }  // namespace
 }  // namespace tern::engine::chat
