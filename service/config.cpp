@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "service/host_address.h"
+
 namespace tern::service {
 namespace {
 
@@ -39,8 +41,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 // file, the line and the key.
 class Reader {
  public:
-  Reader(std::string_view source, const EnvironmentLookup& environment)
-      : source_(source), environment_(environment) {}
+  Reader(std::string_view source, const EnvironmentLookup& environment,
+         std::map<std::string, int>& lines)
+      : source_(source), environment_(environment), lines_(lines) {}
 
   [[noreturn]] void fail(const YAML::Node& node, std::string_view path,
                          std::string_view reason) const {
@@ -74,6 +77,7 @@ class Reader {
   // The scalar text after `${NAME}` / `${NAME:-default}` expansion.
   std::string scalar(const YAML::Node& node, std::string_view path) const {
     if (!node.IsScalar()) fail(node, path, "must be a scalar value");
+    lines_[std::string(path)] = node.Mark().line + 1;
     const std::string& raw = node.Scalar();
     std::string out;
     std::size_t i = 0;
@@ -183,10 +187,41 @@ class Reader {
  private:
   std::string source_;
   const EnvironmentLookup& environment_;
+  std::map<std::string, int>& lines_;  // every scalar read, for ConfigOrigin
 };
 
 std::string join_path(std::string_view parent, std::string_view key) {
   return parent.empty() ? std::string(key) : fmt::format("{}.{}", parent, key);
+}
+
+// yaml-cpp keeps every pair of a mapping but answers a lookup with the first, while the readers
+// below loop over all pairs, so a repeated key would take one value or the other unnoticed.
+// An alias may refer to its own anchor; `ancestors` stops the walk going round such a cycle.
+void reject_repeated_keys(const Reader& r, const YAML::Node& node, const std::string& path,
+                          std::vector<YAML::Node>& ancestors) {
+  for (const YAML::Node& ancestor : ancestors) {
+    if (ancestor.is(node)) return;
+  }
+  ancestors.push_back(node);
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      reject_repeated_keys(r, node[i], fmt::format("{}[{}]", path, i), ancestors);
+    }
+  } else if (node.IsMap()) {
+    std::map<std::string, int> first_lines;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string key_path = join_path(path, entry.first.Scalar());
+      const int line = entry.first.Mark().line + 1;
+      if (const auto [first, inserted] = first_lines.emplace(entry.first.Scalar(), line);
+          !inserted) {
+        r.fail(entry.first, key_path,
+               fmt::format("is given twice, on lines {} and {}", first->second, line));
+      }
+      reject_repeated_keys(r, entry.second, key_path, ancestors);
+    }
+  }
+  ancestors.pop_back();
 }
 
 void read_limits(const Reader& r, const YAML::Node& node, ServerLimits& limits) {
@@ -240,6 +275,9 @@ void read_server(const Reader& r, const YAML::Node& node, ServerConfig& server) 
     if (key == "host") {
       server.host = r.string(value, path);
       if (server.host.empty()) r.fail(value, path, "must not be empty");
+      if (const auto address = resolve_host(server.host); !address) {
+        r.fail(value, path, address.error().message);
+      }
     } else if (key == "port") {
       server.port = r.int32(value, path);
       if (server.port < 0 || server.port > 65535) r.fail(value, path, "must be in 0..65535");
@@ -483,10 +521,15 @@ EnvironmentLookup process_environment() {
 
 Expected<Config> parse_config(std::string_view yaml_text, std::string_view source,
                               const EnvironmentLookup& environment) {
-  const Reader reader(source, environment);
+  std::map<std::string, int> lines;
+  const Reader reader(source, environment, lines);
   try {
     const YAML::Node root = YAML::Load(std::string(yaml_text));
-    return read_config(reader, root);
+    std::vector<YAML::Node> ancestors;
+    reject_repeated_keys(reader, root, "", ancestors);
+    Config config = read_config(reader, root);
+    config.origin = {std::string(source), std::move(lines)};
+    return config;
   } catch (const ConfigError& error) {
     return Error{error.message};
   } catch (const YAML::Exception& error) {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -85,10 +86,18 @@ struct ModelConfig {
   SamplingDefaults sampling;
 };
 
+// Where a parsed config came from, so checks made after parsing (`tern serve --check`'s
+// warnings about the machine) name FILE:LINE as parse errors do.
+struct ConfigOrigin {
+  std::string file;                  // empty for a config built in code (`tern serve --model`)
+  std::map<std::string, int> lines;  // the line of each value, by key path: "models[0].path"
+};
+
 struct Config {
   ServerConfig server;
   LoggingConfig logging;
   std::vector<ModelConfig> models;
+  ConfigOrigin origin;
 };
 
 // Looks up an environment variable for `${NAME}` expansion; nullopt when unset.
@@ -97,6 +106,8 @@ EnvironmentLookup process_environment();
 
 // Parses and validates YAML text. `source` names the file in error messages, which read
 // "source:line: key.path reason". On error nothing is returned, so no config is partly applied.
+// A key given twice in one mapping is an error, and server.host must be an IP address or a
+// name that resolves here.
 Expected<Config> parse_config(std::string_view yaml_text, std::string_view source,
                               const EnvironmentLookup& environment = process_environment());
 

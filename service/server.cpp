@@ -35,6 +35,7 @@
 
 #include "kernels/cpu/thread_pool.h"
 #include "service/api_keys.h"
+#include "service/host_address.h"
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
@@ -178,8 +179,10 @@ struct Server::Impl {
     // lazily by the first hand-over, it would fail when the descriptors have run out.
     { tcp::socket reactor_warm_up(streams_io); }
     boost::system::error_code ec;
-    const auto address = asio::ip::make_address(config.host, ec);
-    if (ec) return Error{fmt::format("server.host '{}' is not an IP address", config.host)};
+    const auto resolved = resolve_host(config.host);
+    if (!resolved) return Error{fmt::format("server.host {}", resolved.error().message)};
+    const auto address = asio::ip::make_address(*resolved, ec);
+    if (ec) return Error{fmt::format("server.host '{}' is not an IP address", *resolved)};
     const tcp::endpoint endpoint(address, static_cast<unsigned short>(config.port));
     if (acceptor.open(endpoint.protocol(), ec); ec) {
       return Error{fmt::format("cannot open a socket for {}:{}: {}", config.host, config.port,

@@ -21,10 +21,13 @@ struct CommandResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs tern with `arguments`; the output holds stdout, and stderr too unless only_stdout.
-CommandResult run(const std::string& arguments, bool only_stdout = false) {
-  const std::string command =
-      fmt::format("'{}' {} {}", TERN_BINARY, arguments, only_stdout ? "2>/dev/null" : "2>&1");
+// Runs tern with `arguments` (in `directory` when one is given); the output holds stdout, and
+// stderr too unless only_stdout.
+CommandResult run(const std::string& arguments, bool only_stdout = false,
+                  const std::filesystem::path& directory = {}) {
+  const std::string command = fmt::format(
+      "{}'{}' {} {}", directory.empty() ? "" : fmt::format("cd '{}' && ", directory.string()),
+      TERN_BINARY, arguments, only_stdout ? "2>/dev/null" : "2>&1");
   CommandResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -134,10 +137,12 @@ class CliConfigFile : public ::testing::Test {
 
 TEST_F(CliConfigFile, BadConfigGivesOneLineAndExitTwo) {
   const std::string cases[] = {
-      "models:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n",   // bad value
-      "models:\n  - name: a\n    path: /a\n    max_num_seq: 1\n",    // unknown key
-      "server:\n  port: abc\nmodels:\n  - name: a\n    path: /a\n",  // wrong type
-      "models: [\n",                                                 // malformed YAML
+      "models:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n",         // bad value
+      "models:\n  - name: a\n    path: /a\n    max_num_seq: 1\n",          // unknown key
+      "server:\n  port: abc\nmodels:\n  - name: a\n    path: /a\n",        // wrong type
+      "models: [\n",                                                       // malformed YAML
+      "server:\n  host: not-an-ip\nmodels:\n  - name: a\n    path: /a\n",  // no such host
+      "models:\n  - name: a\n    path: /a\n    path: /b\n",                // a repeated key
   };
   for (const std::string& text : cases) {
     const std::string path = write(text);
@@ -146,6 +151,65 @@ TEST_F(CliConfigFile, BadConfigGivesOneLineAndExitTwo) {
     EXPECT_EQ(result.output.rfind(path + ":", 0), 0u) << result.output;
     EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
   }
+}
+
+// What depends on the machine (a model file that is not here) is a warning: the config is
+// valid, so --check passes, as it must for the shipped Docker and k8s configs on a laptop.
+TEST_F(CliConfigFile, CheckWarnsAboutMissingModelFilesAndExitsZero) {
+  const std::string path =
+      write("server:\n  port: 8000\nmodels:\n  - name: a\n    path: /nonexistent/a.gguf\n");
+  const CommandResult result = run(fmt::format("serve --config '{}' --check", path));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find(path + ":5: warning: models[0].path '/nonexistent/a.gguf' does "
+                                      "not exist on this machine"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("max_num_seqs: 64"), std::string::npos) << result.output;
+}
+
+TEST(Cli, ServeHostTakesAHostName) {
+  const CommandResult named =
+      run("serve --model /nonexistent/model.gguf --host localhost --port 0");
+  EXPECT_EQ(named.output.find("not an IP address"), std::string::npos) << named.output;
+  EXPECT_NE(named.output.find("listening on localhost:"), std::string::npos) << named.output;
+  const CommandResult unknown =
+      run("serve --model /nonexistent/model.gguf --host not-an-ip --port 0");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("--host 'not-an-ip' is not an IP address and does not resolve"),
+            std::string::npos)
+      << unknown.output;
+}
+
+// A model file that is missing or corrupt is bad input, the same exit code from both commands.
+TEST(Cli, MissingOrCorruptModelExitsTwoFromServeAndGenerate) {
+  const std::filesystem::path corrupt =
+      std::filesystem::temp_directory_path() / fmt::format("tern-corrupt-{}.gguf", ::getpid());
+  std::ofstream(corrupt, std::ios::binary) << "GGUF this is not a model";
+  for (const std::string& model : {std::string("/nonexistent/model.gguf"), corrupt.string()}) {
+    const CommandResult generated =
+        run(fmt::format("generate --model '{}' --prompt-ids 1 -n 1", model));
+    EXPECT_EQ(generated.exit_code, 2) << generated.output;
+    EXPECT_NE(generated.output.find(model), std::string::npos) << generated.output;
+    const CommandResult served =
+        run(fmt::format("serve --model '{}' --host 127.0.0.1 --port 0", model));
+    EXPECT_EQ(served.exit_code, 2) << served.output;
+    EXPECT_NE(served.output.find(model), std::string::npos) << served.output;
+  }
+  std::filesystem::remove(corrupt);
+}
+
+// Options are checked before `--model demo` writes models/demo.gguf.
+TEST(Cli, BadServeOptionsWriteNoDemoModel) {
+  const std::filesystem::path directory =
+      std::filesystem::temp_directory_path() / fmt::format("tern-demo-dir-{}", ::getpid());
+  std::filesystem::create_directories(directory);
+  for (const std::string options : {"--port abc", "--port 70000", "--host not-an-ip"}) {
+    const CommandResult result = run("serve --model demo " + options, false, directory);
+    EXPECT_EQ(result.exit_code, 2) << options << ": " << result.output;
+    EXPECT_FALSE(std::filesystem::exists(directory / "models/demo.gguf")) << options;
+    std::filesystem::remove_all(directory / "models");
+  }
+  std::filesystem::remove_all(directory);
 }
 
 TEST(Cli, ServeWithoutConfigIsUsageError) {
@@ -351,12 +415,12 @@ TEST_F(CliConfigFile, ServeWithBadConfigExitsTwoWithTheError) {
   EXPECT_NE(result.output.find("max_num_seqs"), std::string::npos) << result.output;
 }
 
-TEST_F(CliConfigFile, ServeExitsOneWhenARequiredModelFails) {
+TEST_F(CliConfigFile, ServeExitsTwoWhenARequiredModelFails) {
   const std::string path = write(
       "server:\n  host: 127.0.0.1\n  port: 0\nmodels:\n  - name: gone\n    path: "
       "/nonexistent/model.gguf\n    required: true\n");
   const CommandResult result = run(fmt::format("serve --config '{}'", path));
-  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("tern serve: model 'gone' (/nonexistent/model.gguf)"),
             std::string::npos)
       << result.output;
@@ -365,7 +429,7 @@ TEST_F(CliConfigFile, ServeExitsOneWhenARequiredModelFails) {
 TEST(Cli, ServeModelAndConfigAreExclusive) {
   EXPECT_EQ(run("serve --model a.gguf --config b.yaml").exit_code, 2);
   EXPECT_EQ(run("serve --name x --config b.yaml").exit_code, 2);
-  EXPECT_EQ(run("serve --model /nonexistent/model.gguf --host 127.0.0.1 --port 0").exit_code, 1);
+  EXPECT_EQ(run("serve --model /nonexistent/model.gguf --host 127.0.0.1 --port 0").exit_code, 2);
 }
 
 TEST(Cli, MakeDemoIsDeterministic) {

@@ -10,7 +10,9 @@
 #include "engine/model/demo_model.h"
 #include "engine/registry.h"
 #include "service/config.h"
+#include "service/config_warnings.h"
 #include "service/engine_model_service.h"
+#include "service/host_address.h"
 #include "service/logging.h"
 #include "service/model_spec.h"
 #include "service/server.h"
@@ -28,7 +30,8 @@ constexpr std::array<OptionSpec, 7> kOptions{{
      "model (models/demo.gguf, written on first use)",
      'm'},
     {"name", true, "with --model: the name clients send as `model` (default: the file's name)"},
-    {"host", true, "listen address (overrides the config; default 0.0.0.0)"},
+    {"host", true,
+     "listen address, an IP address or a host name (overrides the config; default 0.0.0.0)"},
     {"port", true, "listen port (overrides the config; default 8000; 0 picks a free one)", 'p'},
     {"check", false, "validate the config, print the effective config and exit"},
     {"help", false, "print this help", 'h'},
@@ -53,21 +56,13 @@ std::string default_name(const std::string& path) {
 }
 
 // --model PATH as a one-model config. The model is required: a single-model server that
-// cannot load it has nothing to serve.
+// cannot load it has nothing to serve. The demo model is written later, once serving is sure.
 Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) {
   service::Config config;
   service::ModelConfig model;
   model.path = *parsed.value("model");
   demo = model.path == "demo";
-  if (demo) {
-    model.path = std::string(kDemoPath);
-    if (!std::filesystem::exists(model.path)) {
-      spdlog::info("writing the demo model to {}", model.path);
-      if (Status written = engine::write_demo_model(model.path); !written) {
-        return Error{written.message()};
-      }
-    }
-  }
+  if (demo) model.path = std::string(kDemoPath);
   model.name = parsed.value("name").value_or(demo ? "demo" : default_name(model.path));
   if (model.name.empty()) return Error{"--name must not be empty"};
   model.required = true;
@@ -85,6 +80,14 @@ int command_serve(std::span<char* const> args) {
     return usage_error("give exactly one of --config FILE and --model PATH");
   }
   if (parsed->has("name") && !parsed->has("model")) return usage_error("--name needs --model");
+  const auto host = parsed->value("host");
+  if (host) {
+    if (const auto address = service::resolve_host(*host); !address) {
+      return usage_error("--host " + address.error().message);
+    }
+  }
+  const auto port = parsed->integer("port", 0);
+  if (!port || *port < 0 || *port > 65535) return usage_error("--port must be in 0..65535");
   bool demo = false;
   auto config = parsed->has("config") ? service::load_config_file(*parsed->value("config"))
                                       : one_model_config(*parsed, demo);
@@ -92,19 +95,31 @@ int command_serve(std::span<char* const> args) {
     fmt::print(stderr, "{}\n", config.error().message);
     return kExitUsage;
   }
-  if (const auto host = parsed->value("host")) config->server.host = *host;
-  if (parsed->has("port")) {
-    const auto port = parsed->integer("port", config->server.port);
-    if (!port || *port < 0 || *port > 65535) return usage_error("--port must be in 0..65535");
-    config->server.port = static_cast<int>(*port);
-  }
+  if (host) config->server.host = *host;
+  if (parsed->has("port")) config->server.port = static_cast<int>(*port);
   if (parsed->has("check")) {
+    service::MachineFacts machine = service::this_machine();
+    if (demo) {  // serving writes it, so its absence is no problem
+      machine.path_exists = [exists = std::move(machine.path_exists)](const std::string& path) {
+        return path == kDemoPath || exists(path);
+      };
+    }
+    for (const std::string& warning : service::machine_warnings(*config, machine)) {
+      fmt::print(stderr, "{}\n", warning);
+    }
     fmt::print("{}", service::dump_config(*config));
     return 0;
   }
   if (Status logging = service::configure_logging(config->logging); !logging.ok()) {
     fmt::print(stderr, "tern serve: {}\n", logging.message());
     return kExitUsage;
+  }
+  if (demo && !std::filesystem::exists(kDemoPath)) {
+    spdlog::info("writing the demo model to {}", kDemoPath);
+    if (Status written = engine::write_demo_model(std::string(kDemoPath)); !written) {
+      fmt::print(stderr, "tern serve: {}\n", written.message());
+      return kExitUsage;
+    }
   }
 
   std::vector<engine::ModelSpec> specs;
@@ -153,8 +168,9 @@ int command_serve(std::span<char* const> args) {
   loading.join();
   registry.stop(engine::Engine::StopMode::cancel);
   if (load_result) {
+    // A required model that does not load is bad input, as it is for `tern generate`.
     fmt::print(stderr, "tern serve: {}\n", load_result->message());
-    return kExitFailure;
+    return kExitUsage;
   }
   spdlog::info("stopped");
   return 0;

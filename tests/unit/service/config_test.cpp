@@ -274,6 +274,46 @@ TEST(Config, MalformedYaml) {
   EXPECT_EQ(error_of("just text\n"), "test.yaml:1: config must be a mapping");
 }
 
+TEST(Config, HostNamesResolve) {
+  const auto config = parse_config("server:\n  host: localhost\n" + std::string(kMinimal),
+                                   "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->server.host, "localhost");
+  const std::string message =
+      error_of("server:\n  port: 8000\n  host: not-an-ip\n" + std::string(kMinimal));
+  EXPECT_EQ(message.rfind("test.yaml:3: server.host 'not-an-ip' is not an IP address and does "
+                          "not resolve",
+                          0),
+            0u)
+      << message;
+}
+
+TEST(Config, RepeatedKeysNameBothLines) {
+  EXPECT_EQ(error_of("server:\n  port: 1\n  host: 127.0.0.1\n  port: 2\n" + std::string(kMinimal)),
+            "test.yaml:4: server.port is given twice, on lines 2 and 4");
+  EXPECT_EQ(error_of("models:\n  - name: a\n    path: /a\n    path: /b\n"),
+            "test.yaml:4: models[0].path is given twice, on lines 3 and 4");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "    sampling: {top_k: 1, top_k: 2}\n"),
+            "test.yaml:4: models[0].sampling.top_k is given twice, on lines 4 and 4");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "logging: {}\nlogging: {level: info}\n"),
+            "test.yaml:5: logging is given twice, on lines 4 and 5");
+}
+
+// An alias may refer to its own anchor; walking such a config must end with an error.
+TEST(Config, SelfReferentialAliasIsAnError) {
+  EXPECT_EQ(error_of(std::string(kMinimal) + "server: &s {limits: [*s]}\n"),
+            "test.yaml:4: server.limits must be a mapping");
+}
+
+TEST(Config, RecordsTheLineOfEveryValue) {
+  const auto config =
+      parse_config("server:\n  port: 1\n" + std::string(kMinimal), "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->origin.file, "test.yaml");
+  EXPECT_EQ(config->origin.lines.at("server.port"), 2);
+  EXPECT_EQ(config->origin.lines.at("models[0].path"), 5);
+}
+
 TEST(Config, ExpandsEnvironmentVariables) {
   const auto env = fake_environment({{"KEY", "sk-secret"}, {"PORT", "9100"}});
   const std::string yaml = std::string(

@@ -1,0 +1,71 @@
+#include "service/config_warnings.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "engine/backend/device.h"
+
+namespace tern::service {
+namespace {
+
+std::string warning(const ConfigOrigin& origin, const std::string& key, std::string_view reason) {
+  std::string where = origin.file;
+  if (const auto line = origin.lines.find(key); !where.empty() && line != origin.lines.end()) {
+    where += fmt::format(":{}", line->second);
+  }
+  return fmt::format("{}{}warning: {} {}", where, where.empty() ? "" : ": ", key, reason);
+}
+
+}  // namespace
+
+MachineFacts this_machine() {
+  MachineFacts facts;
+  facts.path_exists = [](const std::string& path) {
+    std::error_code error;
+    return std::filesystem::exists(path, error);
+  };
+  const engine::DeviceReport report = engine::discover_devices();
+  for (const engine::DeviceInfo& device : report.devices) {
+    if (device.kind == engine::DeviceKind::cuda) ++facts.cuda_devices;
+  }
+  facts.cuda_status = report.cuda_status;
+  return facts;
+}
+
+std::vector<std::string> machine_warnings(const Config& config, const MachineFacts& machine) {
+  std::vector<std::string> warnings;
+  const ConfigOrigin& origin = config.origin;
+  for (std::size_t i = 0; i < config.models.size(); ++i) {
+    const ModelConfig& model = config.models[i];
+    const std::string base = fmt::format("models[{}]", i);
+    if (!machine.path_exists(model.path)) {
+      warnings.push_back(warning(origin, base + ".path",
+                                 fmt::format("'{}' does not exist on this machine", model.path)));
+    }
+    if (!model.chat_template.empty() && !machine.path_exists(model.chat_template)) {
+      warnings.push_back(
+          warning(origin, base + ".chat_template",
+                  fmt::format("'{}' does not exist on this machine", model.chat_template)));
+    }
+    if (model.backend != "cuda") continue;
+    if (machine.cuda_devices == 0) {
+      const std::string why =
+          machine.cuda_status.empty() ? "" : " (cuda: " + machine.cuda_status + ")";
+      warnings.push_back(warning(origin, base + ".backend",
+                                 "is cuda, but this machine has no usable CUDA device" + why));
+      continue;
+    }
+    for (std::size_t d = 0; d < model.devices.size(); ++d) {
+      if (model.devices[d] < machine.cuda_devices) continue;
+      warnings.push_back(warning(
+          origin, fmt::format("{}.devices[{}]", base, d),
+          fmt::format("is CUDA device {}, but this machine has {} CUDA device{}", model.devices[d],
+                      machine.cuda_devices, machine.cuda_devices == 1 ? "" : "s")));
+    }
+  }
+  return warnings;
+}
+
+}  // namespace tern::service

@@ -1,0 +1,72 @@
+#include "service/config_warnings.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace tern::service {
+namespace {
+
+Config parse(std::string_view yaml) {
+  auto config = parse_config(yaml, "test.yaml", [](std::string_view) { return std::nullopt; });
+  EXPECT_TRUE(config.ok()) << config.error().message;
+  return config.ok() ? std::move(*config) : Config{};
+}
+
+MachineFacts machine(std::set<std::string> paths, int cuda_devices) {
+  MachineFacts facts;
+  facts.path_exists = [paths = std::move(paths)](const std::string& path) {
+    return paths.contains(path);
+  };
+  facts.cuda_devices = cuda_devices;
+  facts.cuda_status = "no CUDA driver";
+  return facts;
+}
+
+TEST(ConfigWarnings, NoneWhenTheMachineHasEverything) {
+  const Config config = parse("models:\n  - name: a\n    path: /a.gguf\n");
+  EXPECT_TRUE(machine_warnings(config, machine({"/a.gguf"}, 0)).empty());
+}
+
+TEST(ConfigWarnings, MissingFilesNameTheirLine) {
+  const Config config = parse(
+      "models:\n  - name: a\n    path: /a.gguf\n  - name: b\n    path: /b\n"
+      "    chat_template: /t.jinja\n");
+  const std::vector<std::string> warnings = machine_warnings(config, machine({"/b"}, 0));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:3: warning: models[0].path '/a.gguf' does not exist on this machine");
+  EXPECT_EQ(warnings[1],
+            "test.yaml:6: warning: models[1].chat_template '/t.jinja' does not exist on this "
+            "machine");
+}
+
+TEST(ConfigWarnings, CudaBackendWithoutItsDevices) {
+  const Config config =
+      parse("models:\n  - name: a\n    path: /a\n    backend: cuda\n    devices: [0, 1]\n");
+  const std::vector<std::string> none = machine_warnings(config, machine({"/a"}, 0));
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0],
+            "test.yaml:4: warning: models[0].backend is cuda, but this machine has no usable "
+            "CUDA device (cuda: no CUDA driver)");
+  const std::vector<std::string> one = machine_warnings(config, machine({"/a"}, 1));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0],
+            "test.yaml:5: warning: models[0].devices[1] is CUDA device 1, but this machine has "
+            "1 CUDA device");
+  EXPECT_TRUE(machine_warnings(config, machine({"/a"}, 2)).empty());
+}
+
+TEST(ConfigWarnings, ConfigWithoutAFileNamesOnlyTheKey) {
+  Config config;
+  ModelConfig model;
+  model.name = "m";
+  model.path = "/m.gguf";
+  config.models.push_back(model);
+  const std::vector<std::string> warnings = machine_warnings(config, machine({}, 0));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "warning: models[0].path '/m.gguf' does not exist on this machine");
+}
+
+}  // namespace
+}  // namespace tern::service
