@@ -16,10 +16,10 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return result == 0;
 }
 
-bool ApiKeys::allows(std::string_view authorization) const {
-  if (!enabled()) return true;
+ApiKeys::Verdict ApiKeys::check(std::string_view authorization) const {
+  if (!enabled()) return Verdict::allowed;
   constexpr std::string_view kScheme = "Bearer ";
-  if (authorization.size() < kScheme.size()) return false;
+  if (authorization.size() < kScheme.size()) return Verdict::missing;
   // The scheme is case-insensitive (RFC 7235); only the key is secret.
   for (std::size_t i = 0; i < kScheme.size(); ++i) {
     const char c = authorization[i];
@@ -27,15 +27,16 @@ bool ApiKeys::allows(std::string_view authorization) const {
     const char expected = (kScheme[i] >= 'A' && kScheme[i] <= 'Z')
                               ? static_cast<char>(kScheme[i] - 'A' + 'a')
                               : kScheme[i];
-    if (lower != expected) return false;
+    if (lower != expected) return Verdict::missing;
   }
   std::string_view key = authorization.substr(kScheme.size());
   while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
   while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
+  if (key.empty()) return Verdict::missing;
   // Every key is compared, so which one matched does not show either.
   bool allowed = false;
   for (const std::string& candidate : keys_) allowed |= constant_time_equal(key, candidate);
-  return allowed;
+  return allowed ? Verdict::allowed : Verdict::wrong;
 }
 
 }  // namespace tern::service

@@ -12,10 +12,18 @@ class ApiKeys {
  public:
   explicit ApiKeys(std::vector<std::string> keys) : keys_(std::move(keys)) {}
 
+  // What an Authorization header amounts to; a client told "missing" knows to send a key, one
+  // told "wrong" knows to fix the one it sent.
+  enum class Verdict { allowed, missing, wrong };
+
   // No keys configured: every request is allowed.
   bool enabled() const { return !keys_.empty(); }
-  // `authorization` is the header's whole value.
-  bool allows(std::string_view authorization) const;
+  // `authorization` is the header's whole value. No Bearer key in it (no header, another
+  // scheme, an empty key) is `missing`.
+  Verdict check(std::string_view authorization) const;
+  bool allows(std::string_view authorization) const {
+    return check(authorization) == Verdict::allowed;
+  }
 
  private:
   std::vector<std::string> keys_;

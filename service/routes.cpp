@@ -67,11 +67,13 @@ openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_v
   std::string_view path = target.substr(0, target.find('?'));
   // A trailing slash is a common slip; /v1/models/ means /v1/models.
   if (path.size() > 1 && path.ends_with('/')) path.remove_suffix(1);
+  // HEAD is GET without the body (RFC 9110): the server drops the body when it answers.
+  const std::string_view as_method = method == "HEAD" ? std::string_view("GET") : method;
   bool path_known = false;
   for (const Route& route : kRoutes) {
     const auto parameter = match_path(route.path, path);
     if (!parameter) continue;
-    if (route.method != method) {
+    if (route.method != as_method) {
       path_known = true;
       continue;
     }

@@ -28,6 +28,7 @@ struct RouteMatch {
 
 // The endpoint table: method + path (the query string is ignored) to an endpoint, else 404
 // for an unknown path or 405 for a known path with another method, both in OpenAI's shape.
+// HEAD matches every GET route.
 openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target);
 
 // The endpoint's path as the `endpoint` metric label; a bounded set, whatever clients send.

@@ -39,6 +39,7 @@
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
+#include "service/request_headers.h"
 #include "service/routes.h"
 #include "service/sse.h"
 
@@ -127,6 +128,29 @@ struct RequestRecord {
   int status = 200;
   Usage usage;
 };
+
+// The client's address and port for the access log; "-" once the peer is gone.
+std::string peer_address(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "-";
+  if (peer.address().is_v6())
+    return fmt::format("[{}]:{}", peer.address().to_string(), peer.port());
+  return fmt::format("{}:{}", peer.address().to_string(), peer.port());
+}
+
+// Keeps the client's X-Request-Id when it is usable, else gives the request a fresh one; the
+// responses and the access log then read it from the request.
+void assign_request_id(Request& request) {
+  if (!usable_request_id(request[kRequestIdHeader])) {
+    request.set(kRequestIdHeader, new_request_id());
+  }
+}
+
+// Over the connection cap, how many connections at once are read to find a probe among them,
+// and for how long each: a bound on what a flood of idle connections can hold.
+constexpr std::size_t kMaxOverCapReads = 256;
+constexpr auto kOverCapReadTime = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -306,7 +330,8 @@ struct Server::Impl {
     }
   }
 
-  // Over the connection cap: a short 503 and close, so clients back off instead of hanging.
+  // Over the connection cap: a short 503 and close, so clients back off instead of hanging. A
+  // /health or /ready probe is answered instead, so a connection flood cannot fail it.
   awaitable<void> reject(tcp::socket socket) {
     static const std::string kResponse = [] {
       const std::string body = openai::encode_error(
@@ -316,11 +341,47 @@ struct Server::Impl {
           "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",
           body.size(), body);
     }();
+    const std::string client = peer_address(socket);
     beast::tcp_stream stream(std::move(socket));
-    stream.expires_after(std::chrono::seconds(5));
-    co_await asio::async_write(stream, asio::buffer(kResponse), kUseTuple);
+    bool answered = false;
+    if (over_cap_reads < kMaxOverCapReads) {
+      ++over_cap_reads;
+      answered = co_await answer_probe(stream, client);
+      --over_cap_reads;
+    }
+    if (!answered) {
+      stream.expires_after(std::chrono::seconds(5));
+      co_await asio::async_write(stream, asio::buffer(kResponse), kUseTuple);
+    }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  }
+
+  // Reads one request head, briefly, and answers it when it is a /health or /ready probe (on
+  // the control loop, as always). False for anything else, or nothing in time.
+  awaitable<bool> answer_probe(beast::tcp_stream& stream, const std::string& client) {
+    beast::flat_buffer buffer;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(config.limits.max_header_bytes, UINT32_MAX)));
+    // A timer rather than the stream's expiry, which would close the socket before the 503.
+    asio::steady_timer deadline(stream.get_executor());
+    deadline.expires_after(
+        std::min<Clock::duration>(seconds(config.timeouts.header_s), kOverCapReadTime));
+    auto header = co_await (http::async_read_header(stream, buffer, parser, kUseTuple) ||
+                            deadline.async_wait(kUseTuple));
+    if (header.index() == 1 || std::get<0>(std::get<0>(header))) co_return false;
+    const auto route = match_route(parser.get().method_string(), parser.get().target());
+    if (!route || (route->endpoint != Endpoint::health && route->endpoint != Endpoint::ready)) {
+      co_return false;
+    }
+    Request request = parser.release();  // a probe's body, if any, is never read
+    assign_request_id(request);
+    request.keep_alive(false);  // the answer says Connection: close
+    RequestRecord record;
+    co_await handle(stream, buffer, request, record);
+    log_request(request, record, client);
+    co_return true;
   }
 
   // --- one connection --------------------------------------------------------------------------
@@ -389,6 +450,7 @@ struct Server::Impl {
       boost::system::error_code no_delay_error;  // a socket that refuses still works
       socket.set_option(tcp::no_delay(true), no_delay_error);
     }
+    const std::string client = peer_address(socket);
     beast::tcp_stream stream(std::move(socket));
     bool first = true;
     for (;;) {
@@ -399,7 +461,7 @@ struct Server::Impl {
         RequestRecord record;
         const bool keep_alive = co_await handle(stream, buffer, request, record);
         active_requests.fetch_sub(1);
-        log_request(request, record);
+        log_request(request, record, client);
         if (!keep_alive || draining.load()) break;
         continue;
       }
@@ -465,13 +527,14 @@ struct Server::Impl {
       stream.expires_never();
 
       Request request = parser.release();
+      assign_request_id(request);
       active_requests.fetch_add(1);
       if (on_control && served_on_streams(request)) {
         if (hand_over(stream, buffer, request, count)) co_return;
       }
       const bool keep_alive = co_await handle(stream, buffer, request, record);
       active_requests.fetch_sub(1);
-      log_request(request, record);
+      log_request(request, record, client);
       if (!keep_alive || draining.load()) break;
     }
     boost::system::error_code ignored;
@@ -514,8 +577,11 @@ struct Server::Impl {
     response.set(http::field::server, "tern");
     response.set(http::field::content_type, content_type);
     response.keep_alive(keep_alive && request.keep_alive() && !draining.load());
+    if (const auto id = request[kRequestIdHeader]; !id.empty()) response.set(kRequestIdHeader, id);
     response.body() = std::move(body);
     response.prepare_payload();
+    // HEAD: GET's headers, Content-Length included, and no body.
+    if (request.method() == http::verb::head) response.body().clear();
     return response;
   }
 
@@ -556,10 +622,22 @@ struct Server::Impl {
     if (!route) co_return co_await finish_with_error(stream, request, record, route.error(), true);
     record.endpoint = route->endpoint;
     record.routed = true;
-    if (keys.enabled() && (!route->operational || config.protect_operational_endpoints) &&
-        !keys.allows(request[http::field::authorization])) {
-      co_return co_await finish_with_error(stream, request, record, openai::invalid_api_key(),
-                                           true);
+    if (keys.enabled() && (!route->operational || config.protect_operational_endpoints)) {
+      const ApiKeys::Verdict verdict = keys.check(request[http::field::authorization]);
+      if (verdict != ApiKeys::Verdict::allowed) {
+        // A named local: GCC mishandles a ?: temporary that lives across a co_await.
+        const openai::ApiError error = verdict == ApiKeys::Verdict::missing
+                                           ? openai::missing_api_key()
+                                           : openai::invalid_api_key();
+        co_return co_await finish_with_error(stream, request, record, error, true);
+      }
+    }
+    // Only JSON bodies: this also shuts the browser's cross-site form post out.
+    if (request.method() == http::verb::post && !request.body().empty() &&
+        !is_json_content_type(request[http::field::content_type])) {
+      co_return co_await finish_with_error(
+          stream, request, record,
+          openai::unsupported_media_type(request[http::field::content_type]), true);
     }
     switch (route->endpoint) {
       case Endpoint::health:
@@ -871,6 +949,7 @@ struct Server::Impl {
     response.set(http::field::content_type, "text/event-stream");
     response.set(http::field::cache_control, "no-cache");
     response.set("X-Accel-Buffering", "no");
+    response.set(kRequestIdHeader, request[kRequestIdHeader]);
     response.keep_alive(chunked && request.keep_alive() && !draining.load());
     if (chunked) response.chunked(true);
     const bool keep_alive = response.keep_alive();
@@ -974,7 +1053,7 @@ struct Server::Impl {
 
   // --- accounting ------------------------------------------------------------------------------
 
-  void log_request(const Request& request, const RequestRecord& record) {
+  void log_request(const Request& request, const RequestRecord& record, std::string_view client) {
     const std::string_view endpoint = record.routed ? endpoint_label(record.endpoint) : "other";
     metrics.count_request(record.model, endpoint, record.status);
     const double ms =
@@ -984,10 +1063,12 @@ struct Server::Impl {
                                                record.endpoint == Endpoint::metrics);
     const auto level =
         operational && record.status < 400 ? spdlog::level::debug : spdlog::level::info;
-    spdlog::log(level, "{} {} {} model={} prompt_tokens={} completion_tokens={} {:.1f}ms",
-                std::string_view(request.method_string()), std::string_view(request.target()),
-                record.status, record.model.empty() ? "-" : record.model,
-                record.usage.prompt_tokens, record.usage.completion_tokens, ms);
+    spdlog::log(
+        level, "{} {} {} {} request_id={} model={} prompt_tokens={} completion_tokens={} {:.1f}ms",
+        client, std::string_view(request.method_string()), std::string_view(request.target()),
+        record.status, std::string_view(request[kRequestIdHeader]),
+        record.model.empty() ? "-" : record.model, record.usage.prompt_tokens,
+        record.usage.completion_tokens, ms);
   }
 
   const ServerConfig config;
@@ -1007,6 +1088,7 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<std::size_t> connections{0};
   std::atomic<std::size_t> active_requests{0};
+  std::size_t over_cap_reads = 0;  // control thread only
 };
 
 Server::Server(const ServerConfig& config, ModelService& models, ServiceMetrics& metrics,

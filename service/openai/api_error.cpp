@@ -20,6 +20,21 @@ ApiError invalid_api_key() {
   return ApiError{401, "Incorrect API key provided", "authentication_error", "", "invalid_api_key"};
 }
 
+ApiError missing_api_key() {
+  return ApiError{401, "No API key provided: send it as 'Authorization: Bearer KEY'",
+                  "authentication_error", "", "invalid_api_key"};
+}
+
+ApiError unsupported_media_type(std::string_view content_type) {
+  constexpr std::size_t kShown = 64;  // enough to recognise it; the header may be long
+  std::string message =
+      content_type.empty()
+          ? std::string("The request body has no Content-Type; send it as application/json")
+          : fmt::format("Content-Type '{}{}' is not supported; send the body as application/json",
+                        content_type.substr(0, kShown), content_type.size() > kShown ? "..." : "");
+  return ApiError{415, std::move(message), "invalid_request_error", "", "unsupported_media_type"};
+}
+
 ApiError route_not_found(std::string_view method, std::string_view path) {
   return ApiError{404, fmt::format("No route for {} {}", method, path), "invalid_request_error", "",
                   "not_found"};

@@ -25,7 +25,9 @@ struct ApiError {
 // 400 invalid_request_error naming the offending field.
 ApiError invalid_request(std::string param, std::string message, std::string code = {});
 ApiError model_not_found(std::string_view model);
-ApiError invalid_api_key();
+ApiError invalid_api_key();  // a key was sent, and it is not one of the configured keys
+ApiError missing_api_key();  // no Bearer key was sent
+ApiError unsupported_media_type(std::string_view content_type);  // 415: the body is not JSON
 ApiError route_not_found(std::string_view method, std::string_view path);
 ApiError method_not_allowed(std::string_view method, std::string_view path);
 ApiError request_too_large(std::uint64_t limit_bytes);

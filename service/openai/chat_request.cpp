@@ -4,6 +4,7 @@
 
 #include "service/openai/chat_messages_field.h"
 #include "service/openai/sampling_fields.h"
+#include "service/openai/unimplemented_fields.h"
 
 namespace tern::service::openai {
 namespace {
@@ -202,7 +203,17 @@ json::Check read_tool_choice(const json::element& value, std::string& tool_choic
           fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
           "invalid_value");
     }
-  } else if (!value.is_object()) {
+    // Forcing a call needs the output parsed into tool_calls, which tern does not do yet.
+    if (mode == "required") {
+      return not_implemented("tool_choice",
+                             "'tool_choice' 'required' is not supported yet (tool calls are not "
+                             "parsed from the output); use 'auto' or 'none'");
+    }
+  } else if (value.is_object()) {
+    return not_implemented("tool_choice",
+                           "'tool_choice' naming a function is not supported yet (tool calls are "
+                           "not parsed from the output); use 'auto' or 'none'");
+  } else {
     return json::wrong_type("tool_choice", "string or object", value);
   }
   tool_choice_json = json::to_json(value);
@@ -251,6 +262,8 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
       error = json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {
       error = json::read_bool(value, key, request.continue_final_message);
+    } else {
+      error = refuse_unimplemented_field(key, value);
     }
     if (error) return *std::move(error);
   }

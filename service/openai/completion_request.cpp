@@ -4,6 +4,7 @@
 
 #include "service/openai/json_reader.h"
 #include "service/openai/sampling_fields.h"
+#include "service/openai/unimplemented_fields.h"
 
 namespace tern::service::openai {
 namespace {
@@ -81,6 +82,14 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
       error = json::read_string(value, key, request.user);
     } else if (key == "add_special_tokens") {
       error = json::read_bool(value, key, request.add_special_tokens);
+    } else if (key == "suffix") {
+      std::string suffix;
+      error = json::read_string(value, key, suffix);
+      if (!error && !suffix.empty()) {
+        error = not_implemented("suffix", "'suffix' is not supported yet");
+      }
+    } else {
+      error = refuse_unimplemented_field(key, value);
     }
     if (error) return *std::move(error);
   }

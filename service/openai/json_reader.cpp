@@ -104,26 +104,28 @@ Check read_string(const element& value, std::string_view param, std::string& out
 
 Check read_integer(const element& value, std::string_view param, std::int64_t min, std::int64_t max,
                    std::int64_t& out) {
-  std::int64_t number = 0;
-  if (value.is_int64()) {
-    number = value.get_int64().value_unsafe();
-  } else if (value.is_uint64()) {
-    number = std::numeric_limits<std::int64_t>::max();  // out of every range below
-  } else if (value.is_double()) {
-    const double real = value.get_double().value_unsafe();
-    if (real != std::floor(real)) return wrong_type(param, "integer", value);
-    number = std::fabs(real) < 9e18 ? static_cast<std::int64_t>(real)
-                                    : (real < 0 ? std::numeric_limits<std::int64_t>::min()
-                                                : std::numeric_limits<std::int64_t>::max());
-  } else {
-    return wrong_type(param, "integer", value);
-  }
-  if (number < min || number > max) {
+  auto out_of_range = [&] {
     return invalid_request(std::string(param),
                            fmt::format("Invalid value for '{}': {} is not in [{}, {}]", param,
                                        simdjson::to_string(value), min, max),
                            "invalid_value");
+  };
+  // 2^63 exactly: the first double past the int64 range.
+  constexpr double kInt64End = 9223372036854775808.0;
+  std::int64_t number = 0;
+  if (value.is_int64()) {
+    number = value.get_int64().value_unsafe();
+  } else if (value.is_uint64()) {
+    return out_of_range();  // above 2^63 - 1, so above every int64 bound; never saturated
+  } else if (value.is_double()) {
+    const double real = value.get_double().value_unsafe();
+    if (real != std::floor(real)) return wrong_type(param, "integer", value);
+    if (real >= kInt64End || real < -kInt64End) return out_of_range();
+    number = static_cast<std::int64_t>(real);
+  } else {
+    return wrong_type(param, "integer", value);
   }
+  if (number < min || number > max) return out_of_range();
   out = number;
   return std::nullopt;
 }

@@ -81,7 +81,11 @@ bool read_sampling_field(std::string_view key, const json::element& value,
     if (is_null) return true;
     int tokens = 0;
     error = json::read_int(value, key, 1, kMaxTokensLimit, tokens);
-    if (!error) sampling.max_tokens = tokens;
+    const bool completion_field = key == "max_completion_tokens";
+    if (!error && (completion_field || !sampling.max_tokens_from_completion_field)) {
+      sampling.max_tokens = tokens;
+      sampling.max_tokens_from_completion_field = completion_field;
+    }
   } else if (key == "temperature") {
     if (!is_null) error = read_optional_number(value, key, 0.0, 2.0, sampling.temperature);
   } else if (key == "top_p") {

@@ -12,6 +12,9 @@ namespace tern::service::openai {
 // optionals mean "the model's default" (config, then generation_config.json, then engine).
 struct SamplingRequest {
   std::optional<int> max_tokens;  // max_tokens or max_completion_tokens
+  // Set by max_completion_tokens, which wins over max_tokens when both are given (as in OpenAI's
+  // and vLLM's APIs), whatever their order in the body.
+  bool max_tokens_from_completion_field = false;
   std::optional<double> temperature;
   std::optional<double> top_p;
   std::optional<int> top_k;  // vLLM extension; -1 or 0 disables

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -50,8 +52,8 @@ class Client {
             std::vector<std::pair<std::string, std::string>> headers = {}) {
     http::request<http::string_body> request{method, target, 11};
     request.set(http::field::host, "127.0.0.1");
-    for (const auto& [name, value] : headers) request.set(name, value);
     if (!body.empty()) request.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : headers) request.set(name, value);
     request.body() = std::move(body);
     request.prepare_payload();
     http::write(socket_, request);
@@ -287,13 +289,145 @@ TEST_F(ServerTest, ConnectionCapAnswers503AndRecovers) {
   for (int attempt = 0; attempt < 100 && status != 200; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     Client retry = client();
-    retry.send(http::verb::get, "/health");
+    retry.send(http::verb::get, "/v1/models");  // probes are answered over the cap anyway
     http::response<http::string_body> response;
     beast::error_code ec;
     http::read(retry.socket(), retry.buffer(), response, ec);
     status = ec ? 0 : response.result_int();
   }
   EXPECT_EQ(status, 200);
+}
+
+// A connection flood must not fail a liveness probe: over the cap, /health and /ready are still
+// answered on the control loop (and the connection then closes); anything else gets the
+// connection-limit 503.
+TEST_F(ServerTest, ProbesAreAnsweredOverTheConnectionCap) {
+  ServerConfig config = default_config();
+  config.limits.max_connections = 2;
+  start(config);
+  Client first = client();
+  Client second = client();
+  EXPECT_EQ(first.request(http::verb::get, "/health").result_int(), 200);
+  EXPECT_EQ(second.request(http::verb::get, "/health").result_int(), 200);
+  {
+    Client probe = client();
+    const Response health = probe.request(http::verb::get, "/health");
+    EXPECT_EQ(health.result_int(), 200) << health.body();
+    EXPECT_FALSE(health.keep_alive());
+    EXPECT_TRUE(probe.closed_by_peer(3000ms));
+  }
+  {
+    Client probe = client();
+    EXPECT_EQ(probe.request(http::verb::get, "/ready").result_int(), 200);
+  }
+  {
+    fake_->set_ready(false);
+    Client probe = client();
+    const Response loading = probe.request(http::verb::get, "/ready");
+    EXPECT_EQ(loading.result_int(), 503);
+    EXPECT_NE(loading.body().find("still loading"), std::string::npos) << loading.body();
+    fake_->set_ready(true);
+  }
+  {
+    Client other = client();
+    const Response refused = other.request(http::verb::get, "/v1/models");
+    EXPECT_EQ(refused.result_int(), 503);
+    EXPECT_NE(refused.body().find("connection limit"), std::string::npos) << refused.body();
+  }
+  EXPECT_EQ(first.request(http::verb::get, "/v1/models").result_int(), 200);
+}
+
+// HEAD is GET without the body: the same status, type and Content-Length, and no body bytes, so
+// the next response on the connection reads cleanly.
+TEST_F(ServerTest, HeadAnswersLikeGetWithoutABody) {
+  start();
+  Client c = client();
+  for (const char* target : {"/health", "/ready", "/v1/models"}) {
+    const Response get = c.request(http::verb::get, target);
+    c.send(http::verb::head, target);
+    http::response_parser<http::string_body> head;
+    head.skip(true);  // a response to HEAD has no body, whatever its Content-Length says
+    beast::error_code ec;
+    http::read(c.socket(), c.buffer(), head, ec);
+    ASSERT_FALSE(ec) << target << ": " << ec.message();
+    EXPECT_EQ(head.get().result_int(), get.result_int()) << target;
+    EXPECT_EQ(head.get()[http::field::content_length], std::to_string(get.body().size())) << target;
+    EXPECT_EQ(head.get()[http::field::content_type], get[http::field::content_type]) << target;
+  }
+  EXPECT_EQ(c.request(http::verb::get, "/health").body(), R"({"status":"ok"})");
+}
+
+// A body that is not JSON (a browser form post above all) is refused before it is parsed; with
+// no API key set, that closes the cross-site form path to the generation endpoints.
+TEST_F(ServerTest, PostBodyMustBeJson) {
+  start();
+  Client c = client();
+  for (const char* type :
+       {"application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x"}) {
+    const Response refused =
+        c.request(http::verb::post, "/v1/chat/completions", kChat, {{"Content-Type", type}});
+    EXPECT_EQ(refused.result_int(), 415) << type;
+    EXPECT_NE(refused.body().find("application/json"), std::string::npos) << refused.body();
+  }
+  EXPECT_EQ(c.request(http::verb::post, "/tokenize", R"({"prompt":"hi"})",
+                      {{"Content-Type", "text/plain"}})
+                .result_int(),
+            415);
+  const std::string body = R"({"prompt":"a"})";
+  c.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(c.read().result_int(), 415);  // no Content-Type at all
+  EXPECT_EQ(c.request(http::verb::post, "/v1/chat/completions", kChat,
+                      {{"Content-Type", "Application/JSON; charset=utf-8"}})
+                .result_int(),
+            200);
+}
+
+// The access log line names the client and the request id; the response carries the id as
+// X-Request-Id (the client's own when it sent a usable one) so the two can be matched.
+TEST_F(ServerTest, AccessLogCarriesClientAndRequestId) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  sink->set_pattern("%v");
+  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  struct Restore {
+    std::shared_ptr<spdlog::logger> logger;
+    ~Restore() { spdlog::set_default_logger(logger); }
+  } restore{previous};
+  auto capture = std::make_shared<spdlog::logger>("capture", sink);
+  capture->set_level(spdlog::level::info);
+  spdlog::set_default_logger(capture);
+  start();
+  Client c = client();
+  const Response given =
+      c.request(http::verb::get, "/v1/models", "", {{"X-Request-Id", "probe-42"}});
+  EXPECT_EQ(given["X-Request-Id"], "probe-42");
+  const Response generated = c.request(http::verb::get, "/v1/models?second");
+  const std::string id(generated["X-Request-Id"]);
+  EXPECT_GE(id.size(), 8u);
+  const Response hostile =
+      c.request(http::verb::get, "/v1/models?third", "", {{"X-Request-Id", "a b\"c"}});
+  EXPECT_NE(hostile["X-Request-Id"], "a b\"c");
+  EXPECT_FALSE(hostile["X-Request-Id"].empty());
+
+  const auto local = c.socket().local_endpoint();
+  const std::string client_address =
+      local.address().to_string() + ":" + std::to_string(local.port());
+  auto line_with = [&](std::string_view part) -> std::string {
+    for (const std::string& line : sink->last_formatted()) {
+      if (line.find(part) != std::string::npos) return line;
+    }
+    return {};
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (line_with("/v1/models?third").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const std::string first_line = line_with("request_id=probe-42");
+  EXPECT_NE(first_line.find(client_address), std::string::npos) << first_line;
+  const std::string second_line = line_with("/v1/models?second");
+  EXPECT_NE(second_line.find("request_id=" + id), std::string::npos) << second_line;
+  EXPECT_NE(second_line.find(client_address), std::string::npos) << second_line;
+  EXPECT_EQ(line_with("a b"), "");
 }
 
 TEST_F(ServerTest, CompletionsTokenizeDetokenize) {
@@ -378,9 +512,17 @@ TEST_F(ServerTest, ApiKeys) {
   const Response missing = c.request(http::verb::get, "/v1/models");
   EXPECT_EQ(missing.result_int(), 401);
   EXPECT_NE(missing.body().find(R"("code":"invalid_api_key")"), std::string::npos);
-  EXPECT_EQ(
-      c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Bearer nope"}}).result_int(),
-      401);
+  EXPECT_NE(missing.body().find("No API key provided"), std::string::npos) << missing.body();
+  const Response wrong =
+      c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Bearer nope"}});
+  EXPECT_EQ(wrong.result_int(), 401);
+  EXPECT_NE(wrong.body().find("Incorrect API key provided"), std::string::npos) << wrong.body();
+  const Response other_scheme =
+      c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Basic c2VjcmV0"}});
+  EXPECT_NE(other_scheme.body().find("No API key provided"), std::string::npos)
+      << other_scheme.body();
+  // The tokenizer endpoints are not operational ones: they need the key too.
+  EXPECT_EQ(c.request(http::verb::post, "/tokenize", R"({"prompt":"hi"})").result_int(), 401);
   EXPECT_EQ(c.request(http::verb::get, "/v1/models", "", {{"Authorization", "Bearer secret-two"}})
                 .result_int(),
             200);

@@ -1,6 +1,8 @@
 // Request parsing: the accepted shapes, and one test per rejection, checking status and param.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "service/openai/chat_request.h"
@@ -153,6 +155,10 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{chat_with(R"("logprobs":true,"top_logprobs":21)"), "top_logprobs", "not in"},
         Rejection{chat_with(R"("top_logprobs":2)"), "top_logprobs", "requires 'logprobs'"},
         Rejection{chat_with(R"("seed":"x")"), "seed", "expected an integer"},
+        Rejection{chat_with(R"("seed":9223372036854775808)"), "seed", "not in"},
+        Rejection{chat_with(R"("seed":18446744073709551615)"), "seed", "not in"},
+        Rejection{chat_with(R"("seed":1e19)"), "seed", "not in"},
+        Rejection{chat_with(R"("seed":-1e19)"), "seed", "not in"},
         Rejection{chat_with(R"("min_tokens":5,"max_tokens":2)"), "min_tokens", "must not exceed"},
         Rejection{chat_with(R"("stream_options":{"include_usage":1})"),
                   "stream_options.include_usage", "expected a boolean"},
@@ -160,8 +166,57 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{chat_with(R"("tools":[{"type":"function"}])"), "tools[0].function.name",
                   "needs a function"},
         Rejection{chat_with(R"("tool_choice":"maybe")"), "tool_choice", "not none, auto"},
+        // Fields that would change the output's meaning, refused until tern implements them.
+        Rejection{chat_with(R"("tool_choice":"required")"), "tool_choice", "not supported"},
+        Rejection{chat_with(R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
+                  "tool_choice", "not supported"},
+        Rejection{chat_with(R"("response_format":{"type":"json_object"})"), "response_format",
+                  "'json_object' is not supported"},
+        Rejection{chat_with(R"("response_format":{"type":"json_schema","json_schema":{}})"),
+                  "response_format", "not supported"},
+        Rejection{chat_with(R"("response_format":"json")"), "response_format",
+                  "expected an object"},
+        Rejection{chat_with(R"("best_of":2)"), "best_of", "not supported"},
+        Rejection{chat_with(R"("best_of":0)"), "best_of", "not in"},
+        Rejection{chat_with(R"("guided_json":{"type":"object"})"), "guided_json", "not supported"},
+        Rejection{chat_with(R"("guided_choice":["a","b"])"), "guided_choice", "not supported"},
         Rejection{chat_with(R"("chat_template_kwargs":[])"), "chat_template_kwargs",
                   "expected an object"}));
+
+// As in OpenAI's and vLLM's APIs, whatever order the two come in.
+TEST(ChatRequestTest, MaxCompletionTokensWinsOverMaxTokens) {
+  for (const char* fields : {R"("max_completion_tokens":7,"max_tokens":3)",
+                             R"("max_tokens":3,"max_completion_tokens":7)"}) {
+    const auto request = parse_chat_completion_request(chat_with(fields));
+    ASSERT_TRUE(request.ok()) << request.error().message;
+    EXPECT_EQ(request->sampling.max_tokens, 7) << fields;
+  }
+  const auto null_completion =
+      parse_chat_completion_request(chat_with(R"("max_completion_tokens":null,"max_tokens":3)"));
+  ASSERT_TRUE(null_completion.ok());
+  EXPECT_EQ(null_completion->sampling.max_tokens, 3);
+  // The losing field is still checked.
+  EXPECT_EQ(parse_chat_completion_request(chat_with(R"("max_completion_tokens":7,"max_tokens":-1)"))
+                .error()
+                .param,
+            "max_tokens");
+}
+
+TEST(ChatRequestTest, LargestSeedIsAccepted) {
+  const auto request = parse_chat_completion_request(chat_with(R"("seed":9223372036854775807)"));
+  ASSERT_TRUE(request.ok()) << request.error().message;
+  EXPECT_EQ(request->sampling.seed, std::numeric_limits<std::int64_t>::max());
+}
+
+// The values of the unimplemented fields that mean what tern does anyway are accepted.
+TEST(ChatRequestTest, HarmlessValuesOfUnimplementedFieldsAreAccepted) {
+  for (const char* fields :
+       {R"("response_format":{"type":"text"})", R"("response_format":null)", R"("best_of":1)",
+        R"("tool_choice":"none")", R"("tool_choice":"auto")", R"("guided_json":null)"}) {
+    const auto request = parse_chat_completion_request(chat_with(fields));
+    EXPECT_TRUE(request.ok()) << fields << ": " << request.error().message;
+  }
+}
 
 TEST(ChatRequestTest, SixtyFourLevelsAreAllowed) {
   EXPECT_TRUE(parse_chat_completion_request(nested(63)).ok());
@@ -213,12 +268,34 @@ TEST(CompletionRequestTest, Rejections) {
       {R"({"prompt":"a","logprobs":true})", "logprobs"},
       {R"({"prompt":"a","echo":1})", "echo"},
       {R"({"prompt":"a","max_tokens":-5})", "max_tokens"},
+      {R"({"prompt":"a","seed":9223372036854775808})", "seed"},
+      {R"({"prompt":"a","suffix":" the end"})", "suffix"},
+      {R"({"prompt":"a","best_of":3})", "best_of"},
+      {R"({"prompt":"a","response_format":{"type":"json_object"}})", "response_format"},
+      {R"({"prompt":"a","guided_regex":"[a-z]+"})", "guided_regex"},
   };
   for (const auto& [body, param] : cases) {
     const auto request = parse_completion_request(body);
     ASSERT_FALSE(request.ok()) << body;
     EXPECT_EQ(request.error().param, param) << body << ": " << request.error().message;
   }
+}
+
+TEST(CompletionRequestTest, UnimplementedFieldsAreNamed) {
+  const auto suffix = parse_completion_request(R"({"prompt":"a","suffix":"z"})");
+  ASSERT_FALSE(suffix.ok());
+  EXPECT_EQ(suffix.error().status, 400);
+  EXPECT_NE(suffix.error().message.find("'suffix' is not supported"), std::string::npos)
+      << suffix.error().message;
+  for (const char* body : {R"({"prompt":"a","suffix":null})", R"({"prompt":"a","suffix":""})",
+                           R"({"prompt":"a","best_of":1})"}) {
+    const auto request = parse_completion_request(body);
+    EXPECT_TRUE(request.ok()) << body << ": " << request.error().message;
+  }
+  const auto both =
+      parse_completion_request(R"({"prompt":"a","max_completion_tokens":9,"max_tokens":2})");
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->sampling.max_tokens, 9);
 }
 
 TEST(TokenizeRequestTest, PromptOrMessages) {

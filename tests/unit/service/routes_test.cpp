@@ -30,6 +30,27 @@ TEST(RoutesTest, NotFoundAndMethodNotAllowed) {
   EXPECT_EQ(wrong.error().code, "method_not_allowed");
 }
 
+TEST(RoutesTest, HeadMatchesEveryGetRoute) {
+  EXPECT_EQ(match_route("HEAD", "/health")->endpoint, Endpoint::health);
+  EXPECT_EQ(match_route("HEAD", "/ready")->endpoint, Endpoint::ready);
+  EXPECT_EQ(match_route("HEAD", "/v1/models")->endpoint, Endpoint::models);
+  EXPECT_EQ(match_route("HEAD", "/v1/models/m")->path_parameter, "m");
+  EXPECT_EQ(match_route("HEAD", "/v1/chat/completions").error().status, 405);
+  EXPECT_EQ(match_route("HEAD", "/nope").error().status, 404);
+}
+
+// A missing key and a wrong one get different messages.
+TEST(ApiKeysTest, MissingIsToldApartFromWrong) {
+  const ApiKeys keys({"alpha"});
+  EXPECT_EQ(keys.check("Bearer alpha"), ApiKeys::Verdict::allowed);
+  EXPECT_EQ(keys.check(""), ApiKeys::Verdict::missing);
+  EXPECT_EQ(keys.check("Bearer "), ApiKeys::Verdict::missing);
+  EXPECT_EQ(keys.check("Bearer    "), ApiKeys::Verdict::missing);
+  EXPECT_EQ(keys.check("Basic YWxwaGE="), ApiKeys::Verdict::missing);
+  EXPECT_EQ(keys.check("Bearer beta"), ApiKeys::Verdict::wrong);
+  EXPECT_EQ(ApiKeys({}).check(""), ApiKeys::Verdict::allowed);
+}
+
 TEST(ApiKeysTest, BearerInConstantTime) {
   const ApiKeys keys({"alpha", "beta"});
   EXPECT_TRUE(keys.allows("Bearer alpha"));
