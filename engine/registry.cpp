@@ -125,6 +125,15 @@ bool ModelRegistry::is_configured(std::string_view name) const {
   });
 }
 
+std::vector<ModelRegistry::ModelLoad> ModelRegistry::load_states() const {
+  std::vector<ModelLoad> states;
+  states.reserve(specs_.size());
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    states.push_back({specs_[i].name, slots_[i]->state.load(std::memory_order_acquire)});
+  }
+  return states;
+}
+
 std::vector<const ServedModel*> ModelRegistry::loaded() const {
   std::vector<const ServedModel*> models;
   for (std::size_t i = 0; i < slots_.size(); ++i) {

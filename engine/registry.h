@@ -49,6 +49,14 @@ class ModelRegistry {
   bool is_configured(std::string_view name) const;
   // Every loaded model, in configuration order.
   std::vector<const ServedModel*> loaded() const;
+
+  enum class LoadState { loading, loaded, failed };
+  struct ModelLoad {
+    std::string name;
+    LoadState state = LoadState::loading;
+  };
+  // Every configured model's state, in configuration order.
+  std::vector<ModelLoad> load_states() const;
   const std::vector<ModelSpec>& specs() const { return specs_; }
   int compute_threads() const;
 
@@ -56,7 +64,7 @@ class ModelRegistry {
   void stop(Engine::StopMode mode);
 
  private:
-  enum class SlotState { loading, loaded, failed };
+  using SlotState = LoadState;
   struct Slot {
     std::atomic<SlotState> state{SlotState::loading};
     std::unique_ptr<ServedModel> model;  // written before state turns loaded

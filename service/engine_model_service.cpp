@@ -63,6 +63,15 @@ std::vector<ModelCard> EngineModelService::models() const {
   return cards;
 }
 
+std::vector<ModelUnavailable> EngineModelService::unavailable() const {
+  std::vector<ModelUnavailable> models;
+  for (const auto& [name, state] : registry_.load_states()) {
+    if (state == engine::ModelRegistry::LoadState::loaded) continue;
+    models.push_back({name, state == engine::ModelRegistry::LoadState::failed});
+  }
+  return models;
+}
+
 std::vector<ModelStats> EngineModelService::stats() const {
   std::vector<ModelStats> stats;
   for (const engine::ServedModel* model : registry_.loaded()) {

@@ -19,6 +19,7 @@ class EngineModelService final : public ModelService {
   std::vector<ModelCard> models() const override;
   std::vector<ModelStats> stats() const override;
   bool ready() const override { return registry_.ready(); }
+  std::vector<ModelUnavailable> unavailable() const override;
 
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
       const openai::ChatCompletionRequest& request, std::string& model_id) override;

@@ -35,6 +35,12 @@ struct ModelStats {
   double prefix_cache_hit_rate = 0;  // 0..1, over the model's lifetime
 };
 
+// A configured model that is not serving: still loading, or failed to load (see the log).
+struct ModelUnavailable {
+  std::string id;
+  bool failed = false;  // false: still loading
+};
+
 struct TokenizeResult {
   std::vector<std::int32_t> tokens;
   std::vector<std::string> token_strs;  // filled only when return_token_strs
@@ -55,8 +61,11 @@ class ModelService {
 
   virtual std::vector<ModelCard> models() const = 0;
   virtual std::vector<ModelStats> stats() const = 0;
-  // True once every configured model has loaded; the server adds its own draining state.
+  // True once loading finished, every required model and at least one model loaded; the
+  // server adds its own draining state.
   virtual bool ready() const = 0;
+  // Configured models that are not serving, for /metrics and /v1/models.
+  virtual std::vector<ModelUnavailable> unavailable() const { return {}; }
 
   // Resolves the model (empty means the default), renders and tokenizes the prompt, checks it
   // against the context and queues it. `model_id` receives the name to echo in responses.

@@ -654,7 +654,7 @@ struct Server::Impl {
         }
         co_return co_await respond_json(stream, request, record, 200, R"({"status":"ready"})");
       case Endpoint::metrics: {
-        metrics.update_model_stats(models.stats());
+        metrics.update_model_stats(models.stats(), models.unavailable());
         record.status = 200;
         auto response = make_response(request, 200, metrics.render(),
                                       "text/plain; version=0.0.4; charset=utf-8", true);
@@ -662,8 +662,9 @@ struct Server::Impl {
         co_return co_await write_response(stream, response) && keep;
       }
       case Endpoint::models:
-        co_return co_await respond_json(stream, request, record, 200,
-                                        openai::encode_model_list(models.models()));
+        co_return co_await respond_json(
+            stream, request, record, 200,
+            openai::encode_model_list(models.models(), models.unavailable()));
       case Endpoint::model: {
         for (const ModelCard& card : models.models()) {
           if (card.id == route->path_parameter) {

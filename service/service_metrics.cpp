@@ -42,6 +42,9 @@ ServiceMetrics::ServiceMetrics()
                                              "Fraction of prompt tokens served from the prefix "
                                              "cache (0 to 1).",
                                              {"model"})),
+      load_failed_(registry_.gauge("tern_model_load_failed",
+                                   "1 for a configured model that failed to load, else 0.",
+                                   {"model"})),
       open_connections_(
           registry_.gauge("tern_open_connections", "Open HTTP connections.").with({})) {}
 
@@ -57,12 +60,22 @@ ServiceMetrics::ModelHistograms ServiceMetrics::histograms(std::string_view mode
           generation_tokens_.with({model})};
 }
 
-void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats) {
+void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats,
+                                        const std::vector<ModelUnavailable>& unavailable) {
+  update_model_states(stats, unavailable);
   for (const ModelStats& model : stats) {
     running_.with({model.model}).set(model.running_requests);
     waiting_.with({model.model}).set(model.waiting_requests);
     kv_cache_usage_.with({model.model}).set(model.kv_cache_usage);
     prefix_cache_hit_rate_.with({model.model}).set(model.prefix_cache_hit_rate);
+  }
+}
+
+void ServiceMetrics::update_model_states(const std::vector<ModelStats>& loaded,
+                                         const std::vector<ModelUnavailable>& unavailable) {
+  for (const ModelStats& model : loaded) load_failed_.with({model.model}).set(0);
+  for (const ModelUnavailable& model : unavailable) {
+    load_failed_.with({model.id}).set(model.failed ? 1 : 0);
   }
 }
 

@@ -31,11 +31,15 @@ class ServiceMetrics {
   Gauge& open_connections() { return open_connections_; }
 
   // Copies the engines' gauges in; called just before rendering /metrics.
-  void update_model_stats(const std::vector<ModelStats>& stats);
+  // tern_model_load_failed is 1 for a configured model that failed to load, 0 for the others.
+  void update_model_stats(const std::vector<ModelStats>& stats,
+                          const std::vector<ModelUnavailable>& unavailable = {});
 
   std::string render() const { return registry_.render(); }
 
  private:
+  void update_model_states(const std::vector<ModelStats>& loaded,
+                           const std::vector<ModelUnavailable>& unavailable);
   MetricsRegistry registry_;
   Family<Counter>& requests_;
   Family<Histogram>& time_to_first_token_;
@@ -47,6 +51,7 @@ class ServiceMetrics {
   Family<Gauge>& waiting_;
   Family<Gauge>& kv_cache_usage_;
   Family<Gauge>& prefix_cache_hit_rate_;
+  Family<Gauge>& load_failed_;
   Gauge& open_connections_;
 };
 

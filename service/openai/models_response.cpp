@@ -23,12 +23,24 @@ void write_model(JsonWriter& json, const ModelCard& model) {
 
 }  // namespace
 
-std::string encode_model_list(const std::vector<ModelCard>& models) {
+std::string encode_model_list(const std::vector<ModelCard>& models,
+                              const std::vector<ModelUnavailable>& unavailable) {
   std::string out;
   JsonWriter json(out);
   json.begin_object().field("object", "list").key("data").begin_array();
   for (const ModelCard& model : models) write_model(json, model);
-  json.end_array().end_object();
+  json.end_array();
+  if (!unavailable.empty()) {
+    json.key("tern_unavailable").begin_array();
+    for (const ModelUnavailable& model : unavailable) {
+      json.begin_object()
+          .field("id", model.id)
+          .field("status", model.failed ? "failed" : "loading")
+          .end_object();
+    }
+    json.end_array();
+  }
+  json.end_object();
   return out;
 }
 

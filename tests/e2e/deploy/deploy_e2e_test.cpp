@@ -153,12 +153,33 @@ std::string stream_body(int max_tokens) {
 }
 
 // tern_requests_total for 200 answers on /v1/completions, from one replica's /metrics.
-long completions_served(int port) {
+long completions_answered(int port, int status) {
   const HttpResult metrics = http_request(port, "GET", "/metrics");
-  const std::regex line(
-      R"re(tern_requests_total\{model="tinystories",endpoint="/v1/completions",status="200"\} (\d+))re");
-  std::smatch match;
-  return std::regex_search(metrics.raw, match, line) ? std::stol(match[1]) : 0;
+  const std::regex line(fmt::format(
+      R"re(tern_requests_total\{{model="[^"]*",endpoint="/v1/completions",status="{}"\}} (\d+))re",
+      status));
+  long total = 0;
+  for (auto it = std::sregex_iterator(metrics.raw.begin(), metrics.raw.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    total += std::stol((*it)[1]);
+  }
+  return total;
+}
+
+long completions_served(int port) {
+  return completions_answered(port, 200);
+}
+
+// A replica counts a request once its last byte is written, which is after the client has read
+// the stream's end: wait for the counters to settle before comparing them.
+long served_once_settled(const std::vector<int>& ports, long expected) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    long total = 0;
+    for (const int port : ports) total += completions_served(port);
+    if (total >= expected || std::chrono::steady_clock::now() > deadline) return total;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // --- processes --------------------------------------------------------------------------------
@@ -315,13 +336,16 @@ class DeployTest : public ::testing::Test {
     if (HasFailure()) std::cerr << "logs kept in " << dir_ << "\n";
   }
 
-  Replica make_replica(const std::string& name, const std::string& model_path) {
+  // `extra_model_keys` (YAML lines of the model entry) replace the default max_num_seqs: 64.
+  Replica make_replica(const std::string& name, const std::string& model_path,
+                       const std::string& extra_model_keys = {}) {
     Replica replica;
     replica.name = name;
     replica.port = free_port();
     replica.config = dir_ / (name + ".yaml");
     replica.log = dir_ / (name + ".log");
-    std::ofstream(replica.config) << fmt::format(R"(server:
+    std::ofstream(replica.config) << fmt::format(
+        R"(server:
   host: 127.0.0.1
   port: {}
   timeouts:
@@ -330,17 +354,17 @@ models:
   - name: tinystories
     path: {}
     threads: 1
-    max_num_seqs: 64
     max_num_batched_tokens: 512
     kv_cache_bytes: 64MiB
-)",
-                                                 replica.port, model_path);
+{})",
+        replica.port, model_path,
+        extra_model_keys.empty() ? "    max_num_seqs: 64\n" : extra_model_keys);
     return replica;
   }
 
   // Replicas A and B (B's model path may be broken) and nginx in front of them.
-  void start_cluster(const std::string& model_b) {
-    replicas_.push_back(make_replica("a", model_dir_.string()));
+  void start_cluster(const std::string& model_b, const std::string& model_keys_a = {}) {
+    replicas_.push_back(make_replica("a", model_dir_.string(), model_keys_a));
     replicas_.push_back(make_replica("b", model_b));
     for (Replica& replica : replicas_) replica.start();
     ASSERT_TRUE(a().wait_ready(30s)) << read_file(a().log);
@@ -387,9 +411,9 @@ TEST_F(DeployTest, RoutesOverBothReplicasAndStreamsUnbuffered) {
                      R"({"model":"tinystories","prompt":"Once upon a time","max_tokens":8})");
     ASSERT_EQ(result.status, 200) << result.raw;
   }
+  EXPECT_EQ(served_once_settled({a().port, b().port}, 20), 20);
   const long served_a = completions_served(a().port);
   const long served_b = completions_served(b().port);
-  EXPECT_EQ(served_a + served_b, 20);
   EXPECT_GT(served_a, 0) << "replica a served none of 20";
   EXPECT_GT(served_b, 0) << "replica b served none of 20";
 
@@ -471,9 +495,37 @@ TEST_F(DeployTest, ReplicaWithMissingModelNeverTurnsReadyAndGetsNoTraffic) {
     const HttpResult result = http_request(nginx_port_, "POST", "/v1/completions", stream_body(8));
     ASSERT_TRUE(result.stream_complete()) << result.raw;
   }
-  EXPECT_EQ(completions_served(a().port), 30);
+  EXPECT_EQ(served_once_settled({a().port}, 30), 30);
   EXPECT_EQ(completions_served(b().port), 0);
   EXPECT_EQ(b().ready_status(), 503);
+}
+
+TEST_F(DeployTest, AReplicaAnswering429IsRetriedOnTheOther) {
+  // Replica a runs one sequence and queues one more: two clients talking to it directly keep it
+  // full, so whatever nginx sends it is answered 429.
+  ASSERT_NO_FATAL_FAILURE(
+      start_cluster(model_dir_.string(), "    max_num_seqs: 1\n    max_waiting_sequences: 1\n"));
+  std::atomic<bool> busy{true};
+  std::vector<std::thread> occupiers;
+  for (int i = 0; i < 2; ++i) {
+    occupiers.emplace_back([&] {
+      while (busy.load()) http_request(a().port, "POST", "/v1/completions", stream_body(480));
+    });
+  }
+  const auto deadline = Clock::now() + 10s;
+  while (completions_answered(a().port, 429) == 0 && Clock::now() < deadline) {
+    http_request(a().port, "POST", "/v1/completions", stream_body(4));
+  }
+  const long refused_before = completions_answered(a().port, 429);
+  ASSERT_GT(refused_before, 0) << "replica a never filled up";
+  for (int i = 0; i < 20; ++i) {
+    const HttpResult result = http_request(nginx_port_, "POST", "/v1/completions", stream_body(8));
+    EXPECT_TRUE(result.stream_complete()) << result.raw.substr(0, 400);
+  }
+  busy = false;
+  for (std::thread& thread : occupiers) thread.join();
+  // nginx did try replica a (it answered 429 more often) and the client never saw it.
+  EXPECT_GT(completions_answered(a().port, 429), refused_before);
 }
 
 TEST_F(DeployTest, ConfigErrorExitsNonZeroWithTheErrorOnStderr) {

@@ -400,7 +400,13 @@ TEST_F(ServeTest, ModelsTokenizeAndReady) {
   EXPECT_NE(models.body().find(R"("id":"ts")"), std::string::npos) << models.body();
   EXPECT_NE(models.body().find(R"("context_length":512)"), std::string::npos) << models.body();
   EXPECT_NE(models.body().find(R"("architecture":"llama")"), std::string::npos) << models.body();
-  EXPECT_EQ(models.body().find(R"("id":"missing")"), std::string::npos) << models.body();
+  // The model that failed to load is not among the servable ones, but is listed apart.
+  const std::string_view data =
+      std::string_view(models.body()).substr(0, models.body().find("\"tern_unavailable\""));
+  EXPECT_EQ(data.find(R"("id":"missing")"), std::string::npos) << models.body();
+  EXPECT_NE(models.body().find(R"("tern_unavailable":[{"id":"missing","status":"failed"}])"),
+            std::string::npos)
+      << models.body();
 
   simdjson::dom::parser parser;
   const Response tokens =
@@ -417,6 +423,10 @@ TEST_F(ServeTest, ModelsTokenizeAndReady) {
 
   const Response metrics = c.get("/metrics");
   EXPECT_NE(metrics.body().find("model=\"tinystories\""), std::string::npos);
+  EXPECT_NE(metrics.body().find("tern_model_load_failed{model=\"missing\"} 1"), std::string::npos)
+      << metrics.body();
+  EXPECT_NE(metrics.body().find("tern_model_load_failed{model=\"tinystories\"} 0"),
+            std::string::npos);
 }
 
 TEST(ServeReadiness, MissingModelNeverTurnsReady) {
