@@ -3,32 +3,17 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/engine/engine_harness.h"
-#include "tests/support/shared_data.h"
 
 namespace tern::engine::testing {
 namespace {
 
-constexpr const char* kModel = "models/tinystories-656k-f32.gguf";
-
-class EngineAdmissionTest : public ::testing::Test {
+class EngineAdmissionTest : public TinyStoriesEngineTest {
  protected:
-  void SetUp() override {
-    const std::filesystem::path path = ::tern::testing::shared_path(kModel);
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path.string();
-    factory_ = TinyEngineFactory::load(path.string());
-    ASSERT_TRUE(factory_);
-  }
-
   Request request(std::int32_t n, std::int32_t max_tokens) const {
-    Request request;
-    request.prompt_ids = factory_->tokenizer().encode("Once upon a time", true);
-    request.sampling.temperature = 0;
-    request.stop.max_tokens = max_tokens;
+    Request request = greedy_request("Once upon a time", max_tokens);
     request.n = n;
     return request;
   }
-
-  std::unique_ptr<TinyEngineFactory> factory_;
 };
 
 TEST_F(EngineAdmissionTest, FanOutBeyondTheLimitsIsRefusedBeforeAnythingIsQueued) {

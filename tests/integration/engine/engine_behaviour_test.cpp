@@ -7,30 +7,21 @@
 #include <thread>
 
 #include "tests/integration/engine/engine_harness.h"
-#include "tests/support/shared_data.h"
 
 namespace tern::engine::testing {
 namespace {
 
-constexpr const char* kModel = "models/tinystories-656k-f32.gguf";
-
-class EngineBehaviourTest : public ::testing::Test {
+class EngineBehaviourTest : public TinyStoriesEngineTest {
  protected:
   void SetUp() override {
-    const std::filesystem::path path = ::tern::testing::shared_path(kModel);
-    if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path.string();
-    factory_ = TinyEngineFactory::load(path.string());
-    ASSERT_TRUE(factory_);
+    TinyStoriesEngineTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     engine_ = factory_->make(factory_->default_options());
     ASSERT_NE(engine_, nullptr);
   }
 
   Request request(std::string_view prompt, std::int32_t max_tokens) const {
-    Request request;
-    request.prompt_ids = factory_->tokenizer().encode(prompt, true);
-    request.sampling.temperature = 0;
-    request.stop.max_tokens = max_tokens;
-    return request;
+    return greedy_request(prompt, max_tokens);
   }
 
   RequestOutput run(Request request) {
@@ -41,7 +32,6 @@ class EngineBehaviourTest : public ::testing::Test {
     return collect(*handle, n);
   }
 
-  std::unique_ptr<TinyEngineFactory> factory_;
   Engine* engine_ = nullptr;
 };
 

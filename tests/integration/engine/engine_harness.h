@@ -14,6 +14,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/support/shared_data.h"
 
 namespace tern::engine::testing {
 
@@ -122,6 +123,30 @@ class TinyEngineFactory {
   kernels::ThreadPool pool_{2};
   std::unique_ptr<CpuBackend> backend_;
   std::unique_ptr<Engine> engine_;
+};
+
+// Tests over the TinyStories F32 GGUF; they skip without ../shared.
+class TinyStoriesEngineTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kModel = "models/tinystories-656k-f32.gguf";
+
+  void SetUp() override {
+    const std::filesystem::path path = ::tern::testing::shared_path(kModel);
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "needs " << path.string();
+    factory_ = TinyEngineFactory::load(path.string());
+    ASSERT_TRUE(factory_);
+  }
+
+  // A greedy request for `prompt`, tokenized with BOS.
+  Request greedy_request(std::string_view prompt, std::int32_t max_tokens) const {
+    Request request;
+    request.prompt_ids = factory_->tokenizer().encode(prompt, true);
+    request.sampling.temperature = 0;
+    request.stop.max_tokens = max_tokens;
+    return request;
+  }
+
+  std::unique_ptr<TinyEngineFactory> factory_;
 };
 
 // The engine publishes its counters after each loop; wait until the pool is whole again.
