@@ -1,7 +1,10 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "engine/expected.h"
 
 namespace tern::engine {
 
@@ -47,5 +50,21 @@ struct BatchPlan {
     return rows;
   }
 };
+
+// What one forward pass of a backend can take.
+struct BatchPlanLimits {
+  std::int32_t max_tokens = 0;
+  std::int32_t max_logit_rows = 0;
+  std::int32_t max_context = 0;
+  std::int32_t vocab_size = 0;
+  std::int32_t kv_block_size = 0;
+  std::int32_t kv_blocks = 0;  // 0: no KV cache allocated yet
+};
+
+// Checks a plan before any kernel reads it, on any backend: sizes within the limits, chunks that
+// tile the tokens in order with consecutive positions, block tables that cover each chunk's
+// positions with blocks inside the pool, and a logits buffer with a row per wanted chunk.
+Status validate_batch_plan(const BatchPlan& plan, const BatchPlanLimits& limits,
+                           std::size_t logits_size);
 
 }  // namespace tern::engine

@@ -2,13 +2,15 @@
 
 #include <array>
 
+#include "engine/model/llama_graph.h"
+
 namespace tern::engine {
 namespace {
 
 constexpr std::array<ArchitectureInfo, 3> kArchitectures{{
-    {"llama", false, false},
-    {"qwen2", true, false},
-    {"qwen3", false, true},
+    {"llama", false, false, &llama_graph},
+    {"qwen2", true, false, &llama_graph},
+    {"qwen3", false, true, &llama_graph},
 }};
 
 struct HfName {

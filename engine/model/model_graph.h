@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+
+#include "engine/backend/batch_ops.h"
+#include "engine/model/rank_shape.h"
+
+namespace tern::engine {
+
+class ModelWeights;
+
+// What an architecture's graph needs to know of one model on one rank.
+struct GraphSpec {
+  std::int32_t n_layers = 0;
+  RankShape shape;
+  bool qkv_bias = false;  // Q/K/V projections carry a bias
+  bool qk_norm = false;   // per-head RMSNorm of Q and K before RoPE
+
+  // The whole model on one device, as the weights have it.
+  static GraphSpec of(const ModelWeights& weights);
+};
+
+// One architecture's forward pass, written once over the op table: every backend runs it.
+using ModelGraph = void (*)(const GraphSpec& spec, BatchOps& ops);
+
+}  // namespace tern::engine

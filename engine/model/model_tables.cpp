@@ -1,0 +1,63 @@
+#include "engine/model/model_tables.h"
+
+#include <fmt/format.h>
+
+#include "kernels/cpu/quant.h"
+
+namespace tern::engine {
+namespace {
+
+std::vector<float> to_f32(const WeightTensor& tensor) {
+  std::vector<float> values(static_cast<std::size_t>(tensor.rows * tensor.cols));
+  kernels::dequantize_row(tensor.type, tensor.data, values.data(),
+                          static_cast<std::int64_t>(values.size()));
+  return values;
+}
+
+std::vector<float> to_f32(const std::optional<WeightTensor>& tensor) {
+  return tensor ? to_f32(*tensor) : std::vector<float>{};
+}
+
+kernels::RopeScaling kernel_scaling(const RopeScalingConfig& rope) {
+  kernels::RopeScaling scaling;
+  scaling.type = rope.type == RopeScalingConfig::Type::linear   ? kernels::RopeScaling::Type::linear
+                 : rope.type == RopeScalingConfig::Type::llama3 ? kernels::RopeScaling::Type::llama3
+                                                                : kernels::RopeScaling::Type::none;
+  scaling.factor = rope.factor;
+  scaling.low_freq_factor = rope.low_freq_factor;
+  scaling.high_freq_factor = rope.high_freq_factor;
+  scaling.original_max_position = rope.original_max_position;
+  return scaling;
+}
+
+}  // namespace
+
+Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
+  const ModelConfig& config = weights.config();
+  ModelTables tables;
+  tables.layers.reserve(weights.layers().size());
+  for (const LayerWeights& source : weights.layers()) {
+    tables.layers.push_back(Layer{to_f32(source.attn_norm), to_f32(source.ffn_norm),
+                                  to_f32(source.bq), to_f32(source.bk), to_f32(source.bv),
+                                  to_f32(source.q_norm), to_f32(source.k_norm)});
+  }
+  tables.output_norm = to_f32(weights.output_norm());
+  tables.rope_inverse_frequencies = kernels::rope_inverse_frequencies(
+      config.head_dim, config.rope_theta, kernel_scaling(config.rope_scaling));
+  // Llama 3.1 GGUF files carry their RoPE scaling as per-frequency divisors.
+  if (const WeightTensor* factors = weights.rope_freq_factors()) {
+    const std::vector<float> divisors = to_f32(*factors);
+    std::vector<float>& frequencies = tables.rope_inverse_frequencies;
+    if (divisors.size() != frequencies.size()) {
+      return Error{fmt::format("{}: rope_freqs.weight has {} values, expected {}", weights.path(),
+                               divisors.size(), frequencies.size())};
+    }
+    for (std::size_t i = 0; i < divisors.size(); ++i) frequencies[i] /= divisors[i];
+  }
+  tables.rope_layout = config.rope_layout == RopeLayout::interleaved
+                           ? kernels::RopeLayout::interleaved
+                           : kernels::RopeLayout::neox;
+  return tables;
+}
+
+}  // namespace tern::engine
