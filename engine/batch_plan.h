@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -26,14 +27,26 @@ struct SequenceChunk {
   bool wants_logits = false;  // logits for the chunk's last token
 };
 
-// A ragged batch for one forward pass. The vectors are reused from step to step (clear() keeps
-// their capacity), so a steady-state step allocates nothing and a GPU backend can keep the
-// buffers it captured into a graph.
+// A ragged batch for one forward pass. Its owner reserves every vector to its capacity once
+// (reserve()), and clear() keeps that capacity, so the buffers never move: a steady-state step
+// allocates nothing, and a GPU backend can capture their addresses into a graph and replay it.
 struct BatchPlan {
   std::vector<std::int32_t> token_ids;     // all query tokens, sequence after sequence
   std::vector<std::int32_t> positions;     // position of each query token
   std::vector<std::int32_t> block_tables;  // KV block ids, sequence after sequence
   std::vector<SequenceChunk> sequences;
+
+  // Room for the largest plan the owner can make: `max_tokens` query tokens over
+  // `max_sequences` sequences, each with at most `max_blocks_per_sequence` KV blocks.
+  void reserve(std::int32_t max_tokens, std::int32_t max_sequences,
+               std::int32_t max_blocks_per_sequence) {
+    const auto tokens = static_cast<std::size_t>(std::max(max_tokens, 0));
+    const auto rows = static_cast<std::size_t>(std::max(max_sequences, 0));
+    token_ids.reserve(tokens);
+    positions.reserve(tokens);
+    sequences.reserve(rows);
+    block_tables.reserve(rows * static_cast<std::size_t>(std::max(max_blocks_per_sequence, 0)));
+  }
 
   void clear() {
     token_ids.clear();

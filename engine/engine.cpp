@@ -451,6 +451,14 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
                                                  const EngineOptions& options) {
   if (options.context_length <= 0) return Error{"engine: context_length must be > 0"};
   if (options.block_size <= 0) return Error{"engine: block_size must be > 0"};
+  // The scheduler runs every running sequence in one pass; the backend sized its buffers for
+  // max_sequences() of them.
+  if (options.scheduler.max_num_seqs > backend.max_sequences()) {
+    return Error{fmt::format(
+        "engine: max_num_seqs {} exceeds the {} sequences one forward pass of the {} backend "
+        "takes",
+        options.scheduler.max_num_seqs, backend.max_sequences(), backend.name())};
+  }
   std::int32_t num_blocks = options.num_kv_blocks;
   const std::uint64_t block_bytes =
       backend.kv_block_bytes(options.kv_cache_type, options.block_size);
@@ -483,6 +491,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   // Admission bounds the queue; the scheduler's own bound only has to leave room for samples
   // that could not fork and for preempted sequences.
   scheduler.max_waiting = options.admission.max_waiting_sequences + scheduler.max_num_seqs;
+  // Requests are validated against the context, so no sequence's block table outgrows it.
+  scheduler.max_context = options.context_length;
   scheduler.max_num_batched_tokens =
       std::min(scheduler.max_num_batched_tokens, backend.max_batch_tokens());
   if (scheduler.max_num_seqs <= 0 || scheduler.max_num_batched_tokens <= 0) {

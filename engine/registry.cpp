@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tern::engine {

@@ -9,10 +9,15 @@ namespace tern::engine {
 
 Scheduler::Scheduler(const SchedulerOptions& options, KvCacheManager& kv_cache)
     : options_(options), kv_cache_(kv_cache) {
-  running_.reserve(static_cast<std::size_t>(std::max(options_.max_num_seqs, 0)));
-  const auto max_tokens = static_cast<std::size_t>(std::max(options_.max_num_batched_tokens, 0));
-  output_.plan.token_ids.reserve(max_tokens);
-  output_.plan.positions.reserve(max_tokens);
+  const auto max_sequences = static_cast<std::size_t>(std::max(options_.max_num_seqs, 0));
+  running_.reserve(max_sequences);
+  output_.scheduled.reserve(max_sequences);
+  // A sequence's table never holds more blocks than the cache has, whatever the context.
+  std::int32_t max_blocks = kv_cache_.num_blocks();
+  if (options_.max_context > 0) {
+    max_blocks = std::min(max_blocks, kv_cache_.blocks_for(options_.max_context));
+  }
+  output_.plan.reserve(options_.max_num_batched_tokens, options_.max_num_seqs, max_blocks);
 }
 
 Status Scheduler::add(Sequence* sequence) {
@@ -190,6 +195,11 @@ void Scheduler::add_chunk(Sequence& sequence, std::int32_t num_tokens) {
   // Only the blocks this chunk's attention reaches.
   const auto blocks =
       sequence.blocks.blocks().first(static_cast<std::size_t>(kv_cache_.blocks_for(end)));
+  assert(plan.sequences.size() < plan.sequences.capacity() &&
+         plan.token_ids.size() + static_cast<std::size_t>(num_tokens) <=
+             plan.token_ids.capacity() &&
+         plan.block_tables.size() + blocks.size() <= plan.block_tables.capacity() &&
+         "a plan larger than the constructor reserved would move its buffers");
   plan.sequences.push_back({
       .token_begin = plan.num_tokens(),
       .token_count = num_tokens,

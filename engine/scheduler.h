@@ -16,9 +16,12 @@ struct SchedulerOptions {
   std::int32_t max_num_batched_tokens = 2048;  // query tokens per step
   std::int32_t max_waiting = 4096;             // beyond this, add() reports overload
   std::int32_t kv_watermark_blocks = 0;        // kept free at admission for decodes to grow
+  // The longest sequence, prompt and output, in tokens: it sizes the plan's block tables once.
+  // 0 means as long as the whole KV cache.
+  std::int32_t max_context = 0;
 };
 
-// One step's work. The buffers are reused from step to step.
+// One step's work. The buffers are reserved once and reused from step to step.
 struct SchedulerOutput {
   BatchPlan plan;
   std::vector<Sequence*> scheduled;      // scheduled[i] owns plan.sequences[i]

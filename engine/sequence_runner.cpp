@@ -14,6 +14,7 @@ SequenceRunner::SequenceRunner(Backend& backend, std::int32_t max_context, std::
       block_table_(static_cast<std::size_t>((max_context + block_size - 1) / block_size)),
       logits_(static_cast<std::size_t>(backend.vocab_size())) {
   std::iota(block_table_.begin(), block_table_.end(), 0);
+  plan_.reserve(backend.max_batch_tokens(), 1, static_cast<std::int32_t>(block_table_.size()));
 }
 
 Expected<SequenceRunner> SequenceRunner::create(Backend& backend, std::int32_t max_context,

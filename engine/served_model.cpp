@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/tensor_type.h"
 
@@ -43,6 +43,11 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   if (spec.max_num_seqs < 1 || spec.max_num_batched_tokens < 1 || spec.block_size < 1) {
     return Error{describe(spec, "max_num_seqs, max_num_batched_tokens and block_size must be > 0")};
   }
+  // Before reading gigabytes of weights for a backend this machine cannot run.
+  if (Status available = check_backend_available({.kind = spec.backend, .devices = spec.devices});
+      !available.ok()) {
+    return Error{describe(spec, available.message())};
+  }
   auto served = std::make_unique<ServedModel>();
   served->spec = spec;
   auto weights = load_model(spec.path);
@@ -65,12 +70,14 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   }
   served->context_length = spec.max_model_len > 0 ? spec.max_model_len : config.context_length;
 
-  CpuBackendOptions backend_options;
+  BackendSpec backend_spec;
+  backend_spec.kind = spec.backend;
+  backend_spec.devices = spec.devices;
   // The engine never runs more sequences in one pass than it may hold running.
-  backend_options.max_sequences = spec.max_num_seqs;
-  backend_options.max_batch_tokens = std::max(spec.max_num_batched_tokens, spec.max_num_seqs);
-  backend_options.max_context = served->context_length;
-  auto backend = CpuBackend::create(*served->weights, pool, backend_options);
+  backend_spec.options.max_sequences = spec.max_num_seqs;
+  backend_spec.options.max_batch_tokens = std::max(spec.max_num_batched_tokens, spec.max_num_seqs);
+  backend_spec.options.max_context = served->context_length;
+  auto backend = create_backend(backend_spec, *served->weights, pool);
   if (!backend) return Error{describe(spec, backend.error().message)};
   served->backend = std::move(*backend);
 

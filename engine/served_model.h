@@ -1,6 +1,6 @@
 #pragma once
 
-// One model ready to serve: its weights, tokenizer, chat template, CPU backend and engine, and
+// One model ready to serve: its weights, tokenizer, chat template, backend and engine, and
 // the operator's settings for it. The registry holds one per configured model.
 #include <cstdint>
 #include <memory>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/backend_spec.h"
 #include "engine/chat/model_chat_template.h"
 #include "engine/engine.h"
 #include "engine/expected.h"
@@ -20,8 +21,6 @@ class ThreadPool;
 }
 
 namespace tern::engine {
-
-class CpuBackend;
 
 // Per-model sampling defaults from the operator; unset falls back to the model's own
 // generation defaults, then the engine's.
@@ -43,6 +42,10 @@ struct ModelSpec {
   std::string name;
   std::string path;
   std::vector<std::string> aliases;
+  // The backend's kind and CUDA device ordinals; its sizes follow max_num_seqs,
+  // max_num_batched_tokens and the context at load.
+  BackendKind backend = BackendKind::cpu;
+  std::vector<int> devices;
   int threads = 0;        // compute threads wanted; the shared pool takes the largest ask
   int max_model_len = 0;  // 0: the model's own context length
   int max_num_seqs = 64;
@@ -66,7 +69,7 @@ struct ServedModel {
   std::optional<ModelWeights> weights;
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ModelChatTemplate> chat_template;
-  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Backend> backend;
   std::unique_ptr<Engine> engine;
   std::int32_t context_length = 0;  // what one request may use: prompt + max_tokens
   std::string quantization;         // the main weights' type as llama.cpp names it, e.g. Q8_0

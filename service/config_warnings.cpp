@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/backend_factory.h"
 #include "engine/backend/device.h"
 
 namespace tern::service {
@@ -31,6 +32,7 @@ MachineFacts this_machine() {
     if (device.kind == engine::DeviceKind::cuda) ++facts.cuda_devices;
   }
   facts.cuda_status = report.cuda_status;
+  facts.cuda_backend_missing = std::string(engine::kNoCudaBackendYet);
   return facts;
 }
 
@@ -57,12 +59,18 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                                  "is cuda, but this machine has no usable CUDA device" + why));
       continue;
     }
+    bool devices_present = true;
     for (std::size_t d = 0; d < model.devices.size(); ++d) {
       if (model.devices[d] < machine.cuda_devices) continue;
+      devices_present = false;
       warnings.push_back(warning(
           origin, fmt::format("{}.devices[{}]", base, d),
           fmt::format("is CUDA device {}, but this machine has {} CUDA device{}", model.devices[d],
                       machine.cuda_devices, machine.cuda_devices == 1 ? "" : "s")));
+    }
+    if (devices_present && !machine.cuda_backend_missing.empty()) {
+      warnings.push_back(
+          warning(origin, base + ".backend", "is cuda, but " + machine.cuda_backend_missing));
     }
   }
   return warnings;

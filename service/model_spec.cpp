@@ -16,6 +16,9 @@ engine::ModelSpec to_model_spec(const ModelConfig& config) {
   spec.name = config.name;
   spec.path = config.path;
   spec.aliases = config.aliases;
+  // The config validated the name: cpu or cuda.
+  spec.backend = config.backend == "cuda" ? engine::BackendKind::cuda : engine::BackendKind::cpu;
+  spec.devices = config.devices;
   spec.threads = config.threads;
   spec.max_model_len = config.max_model_len;
   spec.max_num_seqs = config.max_num_seqs;

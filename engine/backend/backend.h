@@ -27,6 +27,8 @@ class Backend {
   virtual std::string_view name() const = 0;
   virtual std::int32_t vocab_size() const = 0;
   virtual std::int32_t max_batch_tokens() const = 0;
+  // The most sequences one forward pass takes: the scheduler may run no more at once.
+  virtual std::int32_t max_sequences() const = 0;
 
   // Bytes one KV block takes across all layers, to size num_blocks from a memory budget.
   virtual std::uint64_t kv_block_bytes(KvCacheType type, std::int32_t block_size) const = 0;

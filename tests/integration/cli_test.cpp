@@ -426,6 +426,106 @@ TEST_F(CliConfigFile, ServeExitsTwoWhenARequiredModelFails) {
       << result.output;
 }
 
+// What `backend: cuda` is refused for on this machine: no CUDA in the build, no device (the
+// runtime's message), or, until issue 15, no CUDA backend at all.
+bool names_why_cuda_cannot_run(const std::string& output) {
+  return output.find("backend cuda: no CUDA in this build") != std::string::npos ||
+         output.find("backend cuda: no CUDA device found") != std::string::npos ||
+         output.find("backend cuda: the CUDA backend is not built yet (issue 15)") !=
+             std::string::npos;
+}
+
+// Never served on the CPU instead: the server stops before it listens, naming the model and the
+// reason, whether or not the model is required. --check only warns, since a config is checked
+// on machines other than the one it runs on.
+TEST_F(CliConfigFile, ServeRefusesACudaBackendAtStartupAndCheckWarns) {
+  const std::string path = write(
+      "server:\n  host: 127.0.0.1\n  port: 0\nmodels:\n  - name: gpu-model\n    path: "
+      "/nonexistent/model.gguf\n    backend: cuda\n    required: true\n");
+  const CommandResult served = run(fmt::format("serve --config '{}'", path));
+  EXPECT_EQ(served.exit_code, 2) << served.output;
+  EXPECT_NE(served.output.find("tern serve: model 'gpu-model' (/nonexistent/model.gguf): backend "
+                               "cuda: "),
+            std::string::npos)
+      << served.output;
+  EXPECT_TRUE(names_why_cuda_cannot_run(served.output)) << served.output;
+  EXPECT_EQ(served.output.find("listening on"), std::string::npos) << served.output;
+  EXPECT_EQ(served.output.find("using the CPU"), std::string::npos) << served.output;
+
+  const CommandResult checked = run(fmt::format("serve --config '{}' --check", path));
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find(path + ":7: warning: models[0].backend is cuda, but "),
+            std::string::npos)
+      << checked.output;
+  EXPECT_NE(checked.output.find("backend: cuda"), std::string::npos) << checked.output;
+}
+
+TEST_F(CliConfigFile, ServeBackendOptionIsForModelOnly) {
+  const std::string path = write("models:\n  - name: a\n    path: /a\n");
+  const CommandResult result = run(fmt::format("serve --config '{}' --backend cpu --check", path));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--backend needs --model"), std::string::npos) << result.output;
+}
+
+TEST(Cli, ServeModelTakesABackend) {
+  const CommandResult cuda = run(
+      "serve --model /nonexistent/model.gguf --name gpu --backend cuda --host 127.0.0.1 --port 0");
+  EXPECT_EQ(cuda.exit_code, 2) << cuda.output;
+  EXPECT_NE(cuda.output.find("tern serve: model 'gpu' (/nonexistent/model.gguf): backend cuda: "),
+            std::string::npos)
+      << cuda.output;
+  EXPECT_TRUE(names_why_cuda_cannot_run(cuda.output)) << cuda.output;
+  EXPECT_EQ(cuda.output.find("listening on"), std::string::npos) << cuda.output;
+
+  const CommandResult tpu = run("serve --model /nonexistent/model.gguf --backend tpu --port 0");
+  EXPECT_EQ(tpu.exit_code, 2) << tpu.output;
+  EXPECT_NE(tpu.output.find("--backend must be cpu or cuda, got 'tpu'"), std::string::npos)
+      << tpu.output;
+
+  // cpu is accepted: what stops this one is the missing model, after the server listened.
+  const CommandResult cpu =
+      run("serve --model /nonexistent/model.gguf --backend cpu --host 127.0.0.1 --port 0");
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.output;
+  EXPECT_NE(cpu.output.find("listening on 127.0.0.1:"), std::string::npos) << cpu.output;
+  EXPECT_NE(cpu.output.find("/nonexistent/model.gguf"), std::string::npos) << cpu.output;
+}
+
+TEST(Cli, GenerateAndBenchTakeABackend) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
+  simdjson::dom::parser parser;
+  std::ifstream file(reference);
+  std::string line;
+  ASSERT_TRUE(std::getline(file, line));
+  simdjson::dom::element record = parser.parse(line);
+  const std::string generate = fmt::format(
+      "generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids", model.string(),
+      join_ids(record["prompt_ids"].get_array()), record["greedy_ids"].get_array().size());
+  const CommandResult cpu = run(generate + " --backend cpu", true);
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_EQ(cpu.output, join_ids(record["greedy_ids"].get_array()) + "\n");
+  const CommandResult cuda = run(generate + " --backend cuda");
+  EXPECT_EQ(cuda.exit_code, 2) << cuda.output;
+  EXPECT_TRUE(names_why_cuda_cannot_run(cuda.output)) << cuda.output;
+  const CommandResult tpu = run(generate + " --backend tpu");
+  EXPECT_EQ(tpu.exit_code, 2) << tpu.output;
+  EXPECT_NE(tpu.output.find("--backend must be cpu or cuda, got 'tpu'"), std::string::npos)
+      << tpu.output;
+
+  const std::string bench = fmt::format("bench --model '{}' -p 8 -n 2 -r 1 -t 1", model.string());
+  const CommandResult bench_cpu = run(bench + " --backend cpu", true);
+  ASSERT_EQ(bench_cpu.exit_code, 0) << bench_cpu.output;
+  EXPECT_NE(bench_cpu.output.find(" | CPU | 1 | pp8 | "), std::string::npos) << bench_cpu.output;
+  const CommandResult batch_cpu = run(bench + " --batch 2 --backend cpu", true);
+  ASSERT_EQ(batch_cpu.exit_code, 0) << batch_cpu.output;
+  EXPECT_NE(batch_cpu.output.find("\n| 2 | "), std::string::npos) << batch_cpu.output;
+  for (const std::string batch : {"", " --batch 2"}) {
+    const CommandResult bench_cuda = run(bench + batch + " --backend cuda");
+    EXPECT_EQ(bench_cuda.exit_code, 2) << bench_cuda.output;
+    EXPECT_TRUE(names_why_cuda_cannot_run(bench_cuda.output)) << bench_cuda.output;
+  }
+}
+
 TEST(Cli, ServeModelAndConfigAreExclusive) {
   EXPECT_EQ(run("serve --model a.gguf --config b.yaml").exit_code, 2);
   EXPECT_EQ(run("serve --name x --config b.yaml").exit_code, 2);

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/engine.h"
 #include "tools/tern/subcommands.h"
 
@@ -24,16 +24,17 @@ double engine_seconds(const engine::EngineStats& stats) {
 }  // namespace
 
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
-                kernels::ThreadPool& pool, const std::vector<std::int32_t>& batch_sizes,
-                std::int32_t prompt_tokens, std::int32_t gen_tokens) {
+                kernels::ThreadPool& pool, engine::BackendKind backend_kind,
+                const std::vector<std::int32_t>& batch_sizes, std::int32_t prompt_tokens,
+                std::int32_t gen_tokens) {
   const engine::ModelConfig& config = weights.config();
   const std::int32_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
   const std::int32_t context = prompt_tokens + gen_tokens + 1;
-  engine::CpuBackendOptions backend_options;
-  backend_options.max_sequences = largest;
-  backend_options.max_batch_tokens = 512;
-  backend_options.max_context = context;
-  auto backend = engine::CpuBackend::create(weights, pool, backend_options);
+  engine::BackendSpec backend_spec{.kind = backend_kind};
+  backend_spec.options.max_sequences = largest;
+  backend_spec.options.max_batch_tokens = 512;
+  backend_spec.options.max_context = context;
+  auto backend = engine::create_backend(backend_spec, weights, pool);
   if (!backend) {
     fmt::print(stderr, "tern bench: {}\n", backend.error().message);
     return kExitFailure;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/backend_spec.h"
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
@@ -13,7 +14,8 @@ namespace tern::tools {
 // `gen_tokens` each through one engine, as llama-batched-bench does. Prints a markdown table:
 // B, PP t/s, TG t/s and the engine's own share (schedule + sample + detokenize) of step time.
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
-                kernels::ThreadPool& pool, const std::vector<std::int32_t>& batch_sizes,
-                std::int32_t prompt_tokens, std::int32_t gen_tokens);
+                kernels::ThreadPool& pool, engine::BackendKind backend,
+                const std::vector<std::int32_t>& batch_sizes, std::int32_t prompt_tokens,
+                std::int32_t gen_tokens);
 
 }  // namespace tern::tools

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -7,11 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model_weights.h"
 #include "engine/sequence_runner.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/tern/arguments.h"
+#include "tools/tern/backend_option.h"
 #include "tools/tern/bench_batch.h"
 #include "tools/tern/id_list.h"
 #include "tools/tern/memory_bandwidth.h"
@@ -20,12 +22,13 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 7> kOptions{{
+constexpr std::array<OptionSpec, 8> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
     {"repetitions", true, "runs per test (default 3)", 'r'},
     {"threads", true, "compute threads (default: one per core)", 't'},
+    kBackendOption,
     {"batch", true,
      "batch sizes, comma-separated: B requests of -p tokens generating -n each through the "
      "engine (a table of B, PP t/s, TG t/s)"},
@@ -33,7 +36,8 @@ constexpr std::array<OptionSpec, 7> kOptions{{
 }};
 
 constexpr std::string_view kUsage =
-    "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32]\n";
+    "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32] "
+    "[--backend cpu|cuda]\n";
 
 struct Stats {
   double mean = 0, stddev = 0;
@@ -113,6 +117,8 @@ int command_bench(std::span<char* const> args) {
   if (!n_gen || !repetitions || !threads || *n_gen < 0 || *repetitions < 1 || *threads < 1) {
     return fail("-n must be >= 0, -r >= 1 and -t >= 1", kExitUsage);
   }
+  const auto backend_kind = backend_option(*parsed);
+  if (!backend_kind) return fail(backend_kind.error().message, kExitUsage);
 
   auto weights = engine::load_model(*model_path);
   if (!weights) return fail(weights.error().message, kExitUsage);
@@ -134,14 +140,14 @@ int command_bench(std::span<char* const> args) {
     }
     std::unique_ptr<engine::Tokenizer> tokenizer;  // optional: detokenizing is part of the cost
     if (auto loaded = engine::Tokenizer::load(*model_path)) tokenizer = std::move(*loaded);
-    return bench_batch(*weights, tokenizer.get(), pool, *sizes, prompt_lengths->front(),
-                       static_cast<std::int32_t>(*n_gen));
+    return bench_batch(*weights, tokenizer.get(), pool, *backend_kind, *sizes,
+                       prompt_lengths->front(), static_cast<std::int32_t>(*n_gen));
   }
-  engine::CpuBackendOptions options;
-  options.max_sequences = 1;
-  options.max_context = longest;
-  options.max_batch_tokens = 512;
-  auto backend = engine::CpuBackend::create(*weights, pool, options);
+  engine::BackendSpec backend_spec{.kind = *backend_kind};
+  backend_spec.options.max_sequences = 1;
+  backend_spec.options.max_context = longest;
+  backend_spec.options.max_batch_tokens = 512;
+  auto backend = engine::create_backend(backend_spec, *weights, pool);
   if (!backend) return fail(backend.error().message, kExitUsage);
   auto runner = engine::SequenceRunner::create(**backend, longest);
   if (!runner) return fail(runner.error().message, kExitFailure);
@@ -159,11 +165,14 @@ int command_bench(std::span<char* const> args) {
   const std::string model_label =
       fmt::format("{} {:.2f}B {}", config.architecture, params_b,
                   kernels::tensor_type_name(weights->layers().front().wq.type));
+  std::string backend_label((*backend)->name());  // CPU, as llama-bench writes it
+  std::ranges::transform(backend_label, backend_label.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   fmt::print("| model | size | params | backend | threads | test | t/s |\n");
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
   auto row = [&](const std::string& test, const Stats& stats) {
-    fmt::print("| {} | {:.2f} GiB | {:.2f} B | CPU | {} | {} | {:.2f} ± {:.2f} |\n", model_label,
-               size_gib, params_b, *threads, test, stats.mean, stats.stddev);
+    fmt::print("| {} | {:.2f} GiB | {:.2f} B | {} | {} | {} | {:.2f} ± {:.2f} |\n", model_label,
+               size_gib, params_b, backend_label, *threads, test, stats.mean, stats.stddev);
     std::fflush(stdout);
   };
 

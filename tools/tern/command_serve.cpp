@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/backend/backend_factory.h"
 #include "engine/model/demo_model.h"
 #include "engine/registry.h"
 #include "service/config.h"
@@ -23,13 +24,15 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 7> kOptions{{
+constexpr std::array<OptionSpec, 8> kOptions{{
     {"config", true, "YAML file that lists the server settings and the models to serve", 'c'},
     {"model", true,
      "serve one model: a .gguf file or a Hugging Face directory; 'demo' serves the random demo "
      "model (models/demo.gguf, written on first use)",
      'm'},
     {"name", true, "with --model: the name clients send as `model` (default: the file's name)"},
+    {"backend", true,
+     "with --model: cpu (default) or cuda; one the build or machine lacks is an error"},
     {"host", true,
      "listen address, an IP address or a host name (overrides the config; default 0.0.0.0)"},
     {"port", true, "listen port (overrides the config; default 8000; 0 picks a free one)", 'p'},
@@ -39,7 +42,7 @@ constexpr std::array<OptionSpec, 7> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern serve --config FILE [--host H] [--port P] [--check]\n"
-    "       tern serve --model PATH [--name N] [--host H] [--port P]\n";
+    "       tern serve --model PATH [--name N] [--backend cpu|cuda] [--host H] [--port P]\n";
 
 constexpr std::string_view kDemoPath = "models/demo.gguf";
 
@@ -65,6 +68,12 @@ Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) 
   if (demo) model.path = std::string(kDemoPath);
   model.name = parsed.value("name").value_or(demo ? "demo" : default_name(model.path));
   if (model.name.empty()) return Error{"--name must not be empty"};
+  if (const auto backend = parsed.value("backend")) {
+    if (auto kind = engine::parse_backend_kind(*backend); !kind) {
+      return Error{"--" + kind.error().message};
+    }
+    model.backend = *backend;
+  }
   model.required = true;
   config.models.push_back(std::move(model));
   return config;
@@ -80,6 +89,9 @@ int command_serve(std::span<char* const> args) {
     return usage_error("give exactly one of --config FILE and --model PATH");
   }
   if (parsed->has("name") && !parsed->has("model")) return usage_error("--name needs --model");
+  if (parsed->has("backend") && !parsed->has("model")) {
+    return usage_error("--backend needs --model (a config names each model's backend)");
+  }
   const auto host = parsed->value("host");
   if (host) {
     if (const auto address = service::resolve_host(*host); !address) {
@@ -114,6 +126,21 @@ int command_serve(std::span<char* const> args) {
     fmt::print(stderr, "tern serve: {}\n", logging.message());
     return kExitUsage;
   }
+  std::vector<engine::ModelSpec> specs;
+  for (const service::ModelConfig& model : config->models) {
+    specs.push_back(service::to_model_spec(model));
+  }
+  // A backend this build or machine cannot run stops the server here, before it listens; the
+  // model is never served on the CPU instead.
+  for (const engine::ModelSpec& spec : specs) {
+    const Status available =
+        engine::check_backend_available({.kind = spec.backend, .devices = spec.devices});
+    if (!available.ok()) {
+      fmt::print(stderr, "tern serve: model '{}' ({}): {}\n", spec.name, spec.path,
+                 available.message());
+      return kExitUsage;
+    }
+  }
   if (demo && !std::filesystem::exists(kDemoPath)) {
     spdlog::info("writing the demo model to {}", kDemoPath);
     if (Status written = engine::write_demo_model(std::string(kDemoPath)); !written) {
@@ -122,14 +149,6 @@ int command_serve(std::span<char* const> args) {
     }
   }
 
-  std::vector<engine::ModelSpec> specs;
-  for (const service::ModelConfig& model : config->models) {
-    if (model.backend != "cpu") {
-      spdlog::warn("model '{}': backend {} is not available in tern serve yet; using the CPU",
-                   model.name, model.backend);
-    }
-    specs.push_back(service::to_model_spec(model));
-  }
   if (demo) {
     specs.front().note = std::string(engine::kDemoModelNote);
     spdlog::warn("serving the demo model: its weights are random, so its text is random");

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/chat/value_json.h"
 #include "engine/engine.h"
 #include "kernels/cpu/thread_pool.h"
@@ -106,11 +106,11 @@ int generate_batch(const engine::ModelWeights& weights, const engine::Tokenizer*
   }
   const engine::ModelConfig& config = weights.config();
   kernels::ThreadPool pool(options.threads);
-  engine::CpuBackendOptions backend_options;
-  backend_options.max_sequences = options.parallel;
-  backend_options.max_batch_tokens = 512;
-  backend_options.max_context = config.context_length;
-  auto backend = engine::CpuBackend::create(weights, pool, backend_options);
+  engine::BackendSpec backend_spec{.kind = options.backend};
+  backend_spec.options.max_sequences = options.parallel;
+  backend_spec.options.max_batch_tokens = 512;
+  backend_spec.options.max_context = config.context_length;
+  auto backend = engine::create_backend(backend_spec, weights, pool);
   if (!backend) {
     fmt::print(stderr, "tern generate: {}\n", backend.error().message);
     return kExitFailure;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/backend/backend_spec.h"
 #include "engine/model/model_weights.h"
 #include "engine/sampling_params.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -13,6 +14,7 @@ struct GenerateBatchOptions {
   std::string prompts_file;
   std::int32_t parallel = 4;
   std::int32_t threads = 1;
+  engine::BackendKind backend = engine::BackendKind::cpu;
   std::int32_t max_tokens = 64;  // per line unless it says otherwise
   engine::SamplingParams sampling;
 };

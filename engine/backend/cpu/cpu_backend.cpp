@@ -132,6 +132,9 @@ std::int32_t CpuBackend::vocab_size() const {
 std::int32_t CpuBackend::max_batch_tokens() const {
   return state_->options.max_batch_tokens;
 }
+std::int32_t CpuBackend::max_sequences() const {
+  return state_->options.max_sequences;
+}
 
 std::uint64_t CpuBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
   const RankShape& shape = state_->spec.shape;

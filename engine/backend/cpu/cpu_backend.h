@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::int32_t vocab_size() const override;
   std::int32_t max_batch_tokens() const override;
+  std::int32_t max_sequences() const override;
   std::uint64_t kv_block_bytes(KvCacheType type, std::int32_t block_size) const override;
   Status allocate_kv_cache(const KvCacheSpec& spec) override;
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -481,6 +482,50 @@ TEST(ServeBinary, ServesAModelAndDrainsOnSigterm) {
   EXPECT_EQ(serve.wait_exit(), 0) << serve.log();
   const std::string log = serve.log();
   EXPECT_NE(log.find("model 'tinystories-656k' loaded"), std::string::npos) << log;
+}
+
+// `--backend cpu` serves as the default does.
+TEST(ServeBinary, BackendCpuServes) {
+  TERN_REQUIRE_SHARED(model_dir, kModelDir);
+  tern::testing::ServeProcess serve(TERN_BINARY, {"--model", model_dir.string(), "--backend", "cpu",
+                                                  "--host", "127.0.0.1", "--port", "0"});
+  ASSERT_TRUE(serve.started());
+  const int port = serve.wait_for_port();
+  ASSERT_GT(port, 0) << serve.log();
+  Client c(port);
+  int status = 0;
+  for (int i = 0; i < 500 && status != 200; ++i) {
+    status = c.get("/ready").result_int();
+    if (status != 200) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status, 200) << serve.log();
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait_exit(), 0) << serve.log();
+}
+
+// A config that says `backend: cuda` where this build or machine cannot run it exits before it
+// listens, naming the model and the reason, instead of serving the model on the CPU.
+TEST(ServeBinary, BackendCudaItCannotRunNeverStarts) {
+  TERN_REQUIRE_SHARED(model_dir, kModelDir);
+  const std::filesystem::path config =
+      std::filesystem::temp_directory_path() / fmt::format("tern-serve-cuda-{}.yaml", ::getpid());
+  std::ofstream(config) << fmt::format(
+      "server:\n  host: 127.0.0.1\n  port: 0\nmodels:\n  - name: gpu-model\n    path: {}\n"
+      "    backend: cuda\n",
+      model_dir.string());
+  tern::testing::ServeProcess serve(TERN_BINARY, {"--config", config.string()});
+  ASSERT_TRUE(serve.started());
+  const std::optional<int> exit_code = serve.wait_exit(30s);
+  std::filesystem::remove(config);
+  const std::string log = serve.log();
+  ASSERT_TRUE(exit_code.has_value()) << "still running: " << log;
+  EXPECT_NE(*exit_code, 0) << log;
+  EXPECT_NE(log.find(fmt::format("tern serve: model 'gpu-model' ({}): backend cuda: ",
+                                 model_dir.string())),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("listening on"), std::string::npos) << log;
+  EXPECT_EQ(log.find("loaded"), std::string::npos) << log;
 }
 
 }  // namespace

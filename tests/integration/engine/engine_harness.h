@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/engine.h"
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -99,11 +99,11 @@ class TinyEngineFactory {
 
   Expected<Engine*> try_make(const EngineOptions& options) {
     engine_.reset();
-    CpuBackendOptions backend_options;
-    backend_options.max_batch_tokens = 256;
-    backend_options.max_sequences = 64;
-    backend_options.max_context = weights_.config().context_length;
-    auto backend = CpuBackend::create(weights_, pool_, backend_options);
+    BackendSpec backend_spec;
+    backend_spec.options.max_batch_tokens = 256;
+    backend_spec.options.max_sequences = 64;
+    backend_spec.options.max_context = weights_.config().context_length;
+    auto backend = create_backend(backend_spec, weights_, pool_);
     if (!backend) return backend.error();
     backend_ = std::move(*backend);
     auto engine = Engine::create(*backend_, tokenizer_.get(), options);
@@ -121,7 +121,7 @@ class TinyEngineFactory {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   kernels::ThreadPool pool_{2};
-  std::unique_ptr<CpuBackend> backend_;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;
 };
 

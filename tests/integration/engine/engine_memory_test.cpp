@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/engine.h"
 #include "engine/model/gguf_writer.h"
 #include "engine/model/model_weights.h"
@@ -101,10 +101,10 @@ TEST(EngineMemoryTest, AQueueOfFanOutRequestsStaysSmallAtQwen3sVocabulary) {
   ASSERT_EQ(weights->config().vocab_size, kQwen3Vocab);
 
   kernels::ThreadPool pool(2);
-  CpuBackendOptions backend_options;
-  backend_options.max_sequences = 256;
-  backend_options.max_batch_tokens = 256;
-  auto backend = CpuBackend::create(*weights, pool, backend_options);
+  BackendSpec backend_spec;
+  backend_spec.options.max_sequences = 256;
+  backend_spec.options.max_batch_tokens = 256;
+  auto backend = create_backend(backend_spec, *weights, pool);
   ASSERT_TRUE(backend.ok()) << backend.error().message;
   EngineOptions options;
   options.context_length = kContext;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model_weights.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/shared_data.h"
@@ -85,11 +85,11 @@ TEST_P(BatchInvarianceTest, LogitsEqualSoloRunsBitForBit) {
   ASSERT_TRUE(weights.ok()) << weights.error().message;
   for (int threads : {1, 2}) {
     kernels::ThreadPool pool(threads);
-    CpuBackendOptions options;
-    options.max_batch_tokens = kSequences * 41;
-    options.max_sequences = kSequences;
-    options.max_context = kMaxContext;
-    auto backend = CpuBackend::create(*weights, pool, options);
+    BackendSpec spec;
+    spec.options.max_batch_tokens = kSequences * 41;
+    spec.options.max_sequences = kSequences;
+    spec.options.max_context = kMaxContext;
+    auto backend = create_backend(spec, *weights, pool);
     ASSERT_TRUE(backend.ok()) << backend.error().message;
     ASSERT_TRUE(
         (*backend)

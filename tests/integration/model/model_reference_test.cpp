@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model_weights.h"
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
@@ -27,13 +27,13 @@ struct ModelRun {
 ModelRun run_greedy(const ModelWeights& weights, const testing::GreedyReference& reference,
                     kernels::ThreadPool& pool) {
   ModelRun run;
-  CpuBackendOptions options;
-  options.max_sequences = 1;
-  options.max_batch_tokens = 64;
+  BackendSpec spec;
+  spec.options.max_sequences = 1;
+  spec.options.max_batch_tokens = 64;
   const auto context =
       static_cast<std::int32_t>(reference.prompt_ids.size() + reference.greedy_ids.size() + 1);
-  options.max_context = context;
-  auto backend = CpuBackend::create(weights, pool, options);
+  spec.options.max_context = context;
+  auto backend = create_backend(spec, weights, pool);
   EXPECT_TRUE(backend.ok()) << backend.error().message;
   if (!backend.ok()) return run;
   auto runner = SequenceRunner::create(**backend, context, KvCacheType::f32);

@@ -450,5 +450,38 @@ TEST(Scheduler, RandomizedWorkloadReturnsThePoolWhole) {
   }
 }
 
+// A GPU backend captures the plan's buffers into a graph and replays it, so they must stay
+// where they are however the batch grows and shrinks: one tiny step, then steps that fill the
+// token budget, every sequence slot and long block tables, then decodes alone.
+TEST(Scheduler, BatchPlanBuffersNeverMove) {
+  FakeEngine engine({.max_num_seqs = 8, .max_num_batched_tokens = 64},
+                    {.num_blocks = 256, .block_size = 4});
+  ASSERT_NE(engine.add(iota_tokens(3), 40), nullptr);
+  const BatchPlan& plan = engine.step().plan;
+  ASSERT_EQ(plan.num_tokens(), 3);
+  const std::int32_t* token_ids = plan.token_ids.data();
+  const std::int32_t* positions = plan.positions.data();
+  const std::int32_t* block_tables = plan.block_tables.data();
+  const SequenceChunk* sequences = plan.sequences.data();
+  for (int i = 1; i < 12; ++i) ASSERT_NE(engine.add(iota_tokens(7 * i, 100 * i), 3 + i), nullptr);
+  std::int32_t most_tokens = 0;
+  std::size_t most_sequences = 0;
+  std::size_t most_blocks = 0;
+  while (engine.scheduler().has_work()) {
+    const BatchPlan& step = engine.step().plan;
+    EXPECT_EQ(step.token_ids.data(), token_ids);
+    EXPECT_EQ(step.positions.data(), positions);
+    EXPECT_EQ(step.block_tables.data(), block_tables);
+    EXPECT_EQ(step.sequences.data(), sequences);
+    most_tokens = std::max(most_tokens, step.num_tokens());
+    most_sequences = std::max(most_sequences, step.sequences.size());
+    most_blocks = std::max(most_blocks, step.block_tables.size());
+  }
+  // The steps did vary: a full token budget, every sequence slot, many blocks at once.
+  EXPECT_EQ(most_tokens, 64);
+  EXPECT_EQ(most_sequences, 8u);
+  EXPECT_GT(most_blocks, 32u);
+}
+
 }  // namespace
 }  // namespace tern::engine

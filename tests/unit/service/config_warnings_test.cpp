@@ -57,6 +57,28 @@ TEST(ConfigWarnings, CudaBackendWithoutItsDevices) {
   EXPECT_TRUE(machine_warnings(config, machine({"/a"}, 2)).empty());
 }
 
+// Where the devices are there but tern has no CUDA backend yet, `tern serve` would refuse the
+// model, so --check says so too.
+TEST(ConfigWarnings, CudaBackendThatIsNotBuiltYet) {
+  const Config config =
+      parse("models:\n  - name: a\n    path: /a\n    backend: cuda\n    devices: [0, 1]\n");
+  MachineFacts facts = machine({"/a"}, 2);
+  facts.cuda_backend_missing = "the CUDA backend is not built yet (issue 15)";
+  const std::vector<std::string> warnings = machine_warnings(config, facts);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:4: warning: models[0].backend is cuda, but the CUDA backend is not built "
+            "yet (issue 15)");
+  facts.cuda_devices = 1;  // the missing device is the first thing to fix
+  const std::vector<std::string> short_one = machine_warnings(config, facts);
+  ASSERT_EQ(short_one.size(), 1u);
+  EXPECT_NE(short_one[0].find("devices[1]"), std::string::npos) << short_one[0];
+}
+
+TEST(ConfigWarnings, ThisMachineKnowsThereIsNoCudaBackendYet) {
+  EXPECT_EQ(this_machine().cuda_backend_missing, "the CUDA backend is not built yet (issue 15)");
+}
+
 TEST(ConfigWarnings, ConfigWithoutAFileNamesOnlyTheKey) {
   Config config;
   ModelConfig model;

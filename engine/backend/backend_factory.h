@@ -1,0 +1,41 @@
+#pragma once
+
+// The one place a Backend is built. The served model, the CLI and the tests name a kind in a
+// BackendSpec; none of them builds a backend by hand, so adding a backend touches this file and
+// the backend's own folder only.
+#include <memory>
+#include <string_view>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/backend_spec.h"
+#include "engine/backend/device.h"
+#include "engine/expected.h"
+#include "engine/model/model_weights.h"
+
+namespace tern::kernels {
+class ThreadPool;
+}
+
+namespace tern::engine {
+
+// Until issue 15 adds it there is no CUDA backend, so a cuda spec is refused even where CUDA
+// devices are present. It is never served on the CPU instead.
+inline constexpr std::string_view kNoCudaBackendYet =
+    "the CUDA backend is not built yet (issue 15)";
+
+// Why `spec` cannot run where `devices` were found, or success. For cuda, in this order: no
+// CUDA in this build; no usable device (the runtime's own message); an ordinal in `devices`
+// that the machine lacks; kNoCudaBackendYet. Cheap enough to ask before any weights are read.
+Status check_backend_available(const BackendSpec& spec, const DeviceReport& devices);
+
+// The same on this machine; asks the CUDA runtime only for a cuda spec.
+Status check_backend_available(const BackendSpec& spec);
+
+// Builds the backend `spec` names over `weights`, or says why it cannot (the message starts
+// with "backend KIND: "). `weights` and `pool` (the CPU backend's compute threads) must outlive
+// the backend.
+Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
+                                                  const ModelWeights& weights,
+                                                  kernels::ThreadPool& pool);
+
+}  // namespace tern::engine
