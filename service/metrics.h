@@ -28,6 +28,13 @@ class Gauge {
  public:
   void set(double value) { value_.store(value, std::memory_order_relaxed); }
   void add(double amount) { value_.fetch_add(amount, std::memory_order_relaxed); }
+  // Sets the value to `value` if that is higher: a high-water mark that several threads raise.
+  void raise_to(double value) {
+    double current = value_.load(std::memory_order_relaxed);
+    while (current < value &&
+           !value_.compare_exchange_weak(current, value, std::memory_order_relaxed)) {
+    }
+  }
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,8 @@ using asio::use_awaitable;
 using namespace asio::experimental::awaitable_operators;
 
 constexpr auto kUseTuple = asio::as_tuple(use_awaitable);
+// After the drain timeout cut the open streams, how long their error events may take to go out.
+constexpr auto kCutGrace = std::chrono::seconds(2);
 using Request = http::request<http::string_body>;
 
 std::chrono::steady_clock::duration seconds(double value) {
@@ -66,6 +70,12 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// True when `signal_number` is ignored, as nohup leaves SIGHUP.
+bool signal_ignored(int signal_number) {
+  struct sigaction current {};
+  return sigaction(signal_number, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
 }
 
 // True when the coroutine's parent (an || race) has asked it to stop. Checked right after each
@@ -127,6 +137,7 @@ struct RequestRecord {
   bool routed = false;
   int status = 200;
   Usage usage;
+  std::string_view reason;  // why the server ended a response early: slow_client, drain_timeout
 };
 
 // The client's address and port for the access log; "-" once the peer is gone.
@@ -225,6 +236,9 @@ struct Server::Impl {
     if (options.handle_signals) {
       signals.add(SIGTERM);
       signals.add(SIGINT);
+      // A hangup (the terminal closed, a supervisor's stop) drains too, where its default action
+      // would kill every stream mid-way; under nohup it stays ignored.
+      if (!signal_ignored(SIGHUP)) signals.add(SIGHUP);
       wait_for_signal();
     }
     spdlog::info("listening on {}:{}", config.host, bound_port);
@@ -286,8 +300,20 @@ struct Server::Impl {
       timer.expires_after(std::chrono::milliseconds(20));
       co_await timer.async_wait(kUseTuple);
     }
-    if (active_requests.load() > 0) {
-      spdlog::warn("drain timeout: {} requests still running are dropped", active_requests.load());
+    if (const std::size_t unfinished = active_requests.load(); unfinished > 0) {
+      drain_timed_out.store(true);
+      const std::size_t cut = cut_open_generations();
+      spdlog::warn(
+          "drain timeout after {} s: cut {} streams (each ends with an error event); {} "
+          "requests were unfinished",
+          config.timeouts.drain_s, cut, unfinished);
+      // A moment for those events to reach their clients; a client that takes nothing is not
+      // waited for any longer.
+      const auto grace = Clock::now() + kCutGrace;
+      while (active_requests.load() > 0 && Clock::now() < grace) {
+        timer.expires_after(std::chrono::milliseconds(20));
+        co_await timer.async_wait(kUseTuple);
+      }
     } else {
       spdlog::info("drained: every in-flight request finished");
     }
@@ -783,14 +809,37 @@ struct Server::Impl {
   // the connection's strand, so plain fields suffice.
   struct Generation {
     Generation(GenerationStream& source_in, const asio::any_io_executor& executor,
-               const ServerConfig& config, ServiceMetrics::ModelHistograms histograms_in,
-               Clock::time_point start_in)
+               const ServerConfig& config, ServiceMetrics& metrics,
+               ServiceMetrics::ModelHistograms histograms_in, Clock::time_point start_in)
         : source(source_in),
           waker(std::make_shared<StreamWaker>(executor)),
           writer_signal(executor, Clock::time_point::max()),
           buffer(config.limits.stream_buffer_bytes, seconds(config.timeouts.slow_client_s)),
+          buffered_bytes(metrics.stream_buffered_bytes()),
+          buffer_peak_bytes(metrics.stream_buffer_peak_bytes()),
           histograms(histograms_in),
           start(start_in) {}
+    ~Generation() { buffered_bytes.add(-static_cast<double>(reported_bytes)); }
+    Generation(const Generation&) = delete;
+    Generation& operator=(const Generation&) = delete;
+
+    // The drain timeout ran out: the pump ends the stream with an error event.
+    void cut_now() {
+      cut = true;
+      waker->timer.cancel();
+      writer_signal.cancel();
+    }
+
+    // Publishes the buffer's pending bytes and peak to /metrics; after each change to it.
+    void account_buffer() {
+      const std::size_t pending = buffer.pending_bytes();
+      buffered_bytes.add(static_cast<double>(pending) - static_cast<double>(reported_bytes));
+      reported_bytes = pending;
+      if (buffer.peak_bytes() > reported_peak_bytes) {
+        reported_peak_bytes = buffer.peak_bytes();
+        buffer_peak_bytes.raise_to(static_cast<double>(reported_peak_bytes));
+      }
+    }
 
     // Token timing for the latency histograms.
     void saw_tokens(Clock::time_point now) {
@@ -808,12 +857,19 @@ struct Server::Impl {
     std::shared_ptr<StreamWaker> waker;
     asio::steady_timer writer_signal;
     SseBuffer buffer;
+    Gauge& buffered_bytes;
+    Gauge& buffer_peak_bytes;
+    std::size_t reported_bytes = 0;  // of buffer.pending_bytes(), in buffered_bytes
+    std::size_t reported_peak_bytes = 0;
     ServiceMetrics::ModelHistograms histograms;
     Clock::time_point start;
     std::optional<Clock::time_point> first_token_at;
     Clock::time_point last_token_at;
     bool finished = false;  // done or error delivered
     bool dropped = false;   // slow client
+    bool cut = false;       // by the drain timeout
+    // The pump waits for the writer to take bytes from a full buffer.
+    bool waiting_for_room = false;
     bool client_gone = false;
     bool write_failed = false;
     std::optional<openai::ApiError> error;
@@ -821,20 +877,33 @@ struct Server::Impl {
   };
 
   // Drains the stream's events through `on_event` until it reports finished. In a stream it
-  // then idles until the writer is done; it returns early only to drop a slow client.
+  // then idles until the writer is done; it returns early only to drop a slow client. It takes
+  // no event while the buffer is full: the engine's channel then fills up and the engine pauses
+  // (or cancels, by its SlowConsumerPolicy) the request, so a stream holds at most
+  // stream_buffer_bytes plus one event.
   template <typename OnEvent>
   awaitable<void> pump(Generation& generation, OnEvent on_event, bool streaming) {
     for (;;) {
       bool any = false;
-      while (!generation.finished) {
+      while (!generation.finished && !generation.cut && !generation.buffer.full()) {
         std::optional<GenerationEvent> event = generation.source.try_next();
         if (!event) break;
         any = true;
         on_event(*event);
       }
+      if (generation.cut && !generation.finished) {
+        GenerationEvent shutdown;
+        shutdown.kind = GenerationEvent::Kind::error;
+        shutdown.error = openai::service_unavailable(
+            "The server is shutting down: its drain timeout ended this request");
+        on_event(shutdown);
+        generation.source.cancel();
+        any = true;
+      }
       const auto now = Clock::now();
       if (any) {
         generation.buffer.appended(now);
+        generation.account_buffer();
         generation.writer_signal.cancel();
       }
       if (generation.finished) {
@@ -847,6 +916,15 @@ struct Server::Impl {
       if (generation.buffer.should_drop(now)) {
         generation.dropped = true;
         co_return;
+      }
+      if (generation.buffer.full()) {
+        generation.waiting_for_room = true;
+        generation.waker->timer.expires_at(
+            generation.buffer.drop_deadline().value_or(Clock::time_point::max()));
+        co_await generation.waker->timer.async_wait(kUseTuple);
+        generation.waiting_for_room = false;
+        if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
+        continue;
       }
       if (!generation.waker->arm(generation.source)) continue;
       generation.waker->timer.expires_at(
@@ -876,10 +954,13 @@ struct Server::Impl {
         stream.expires_never();
         if (ec) {
           generation.write_failed = true;
+          if (ec == beast::error::timeout) generation.dropped = true;  // for slow_client_s
           co_return;
         }
         last_write = Clock::now();
         generation.buffer.written(bytes.size(), last_write);
+        generation.account_buffer();
+        if (generation.waiting_for_room) generation.waker->timer.cancel();
         continue;
       }
       if (generation.finished) {
@@ -889,6 +970,7 @@ struct Server::Impl {
               co_await asio::async_write(stream, http::make_chunk_last(), kUseTuple);
           stream.expires_never();
           if (ec) generation.write_failed = true;
+          if (ec == beast::error::timeout) generation.dropped = true;
         }
         co_return;
       }
@@ -898,6 +980,7 @@ struct Server::Impl {
       if (!ec) {
         append_sse_comment(generation.buffer.queue(), "keepalive");
         generation.buffer.appended(Clock::now());
+        generation.account_buffer();
       }
     }
   }
@@ -927,9 +1010,13 @@ struct Server::Impl {
                            !generation.client_gone && !generation.write_failed;
     if (!completed && !generation.finished) generation.source.cancel();
     if (generation.dropped) {
-      spdlog::warn("dropped a slow client: {} bytes pending for over {} s",
+      spdlog::warn("dropped a slow client: {} bytes still pending after slow_client_s ({} s)",
                    generation.buffer.pending_bytes(), config.timeouts.slow_client_s);
+      record.reason = "slow_client";
+    } else if (generation.cut) {
+      record.reason = "drain_timeout";
     }
+    if (!record.reason.empty()) metrics.count_dropped_stream(record.model, record.reason);
     if (generation.client_gone || generation.dropped) record.status = 499;
     record.usage = generation.usage;
     if (generation.finished && !generation.error) {
@@ -962,7 +1049,9 @@ struct Server::Impl {
     stream.expires_never();
 
     const auto executor = co_await asio::this_coro::executor;
-    Generation generation(source, executor, config, metrics.histograms(record.model), record.start);
+    Generation generation(source, executor, config, metrics, metrics.histograms(record.model),
+                          record.start);
+    const OpenGeneration listed(*this, generation);
     if (header_ec) {
       generation.write_failed = true;
       finish_generation(generation, record);
@@ -1009,7 +1098,9 @@ struct Server::Impl {
                                  const Request& request, RequestRecord& record,
                                  GenerationStream& source, Encode encode) {
     const auto executor = co_await asio::this_coro::executor;
-    Generation generation(source, executor, config, metrics.histograms(record.model), record.start);
+    Generation generation(source, executor, config, metrics, metrics.histograms(record.model),
+                          record.start);
+    const OpenGeneration listed(*this, generation);
     std::vector<openai::ChoiceOutput> choices;
     auto choice = [&](int index) -> openai::ChoiceOutput& {
       const std::size_t slot = index < 0 ? 0 : static_cast<std::size_t>(index);
@@ -1052,6 +1143,39 @@ struct Server::Impl {
                                     encode(choices, generation.usage));
   }
 
+  // --- drain timeout -------------------------------------------------------------------------
+
+  // Lists a generation in open_generations for as long as it lives. One that starts after the
+  // drain timeout (its request was still being prepared) is cut from the start.
+  struct OpenGeneration {
+    OpenGeneration(Impl& owner, Generation& listed) : impl(owner), generation(listed) {
+      const std::lock_guard lock(impl.generations_mutex);
+      impl.open_generations.insert(&generation);
+      if (impl.drain_timed_out.load()) generation.cut = true;
+    }
+    ~OpenGeneration() {
+      const std::lock_guard lock(impl.generations_mutex);
+      impl.open_generations.erase(&generation);
+    }
+    OpenGeneration(const OpenGeneration&) = delete;
+    OpenGeneration& operator=(const OpenGeneration&) = delete;
+    Impl& impl;
+    Generation& generation;
+  };
+
+  // Cuts every open generation on its own strand; returns how many there were. A generation
+  // still listed when its strand runs the cut is alive: it unlists itself on that strand.
+  std::size_t cut_open_generations() {
+    const std::lock_guard lock(generations_mutex);
+    for (Generation* generation : open_generations) {
+      asio::post(generation->writer_signal.get_executor(), [this, generation] {
+        const std::lock_guard strand_lock(generations_mutex);
+        if (open_generations.contains(generation)) generation->cut_now();
+      });
+    }
+    return open_generations.size();
+  }
+
   // --- accounting ------------------------------------------------------------------------------
 
   void log_request(const Request& request, const RequestRecord& record, std::string_view client) {
@@ -1064,12 +1188,15 @@ struct Server::Impl {
                                                record.endpoint == Endpoint::metrics);
     const auto level =
         operational && record.status < 400 ? spdlog::level::debug : spdlog::level::info;
-    spdlog::log(
-        level, "{} {} {} {} request_id={} model={} prompt_tokens={} completion_tokens={} {:.1f}ms",
-        client, std::string_view(request.method_string()), std::string_view(request.target()),
-        record.status, std::string_view(request[kRequestIdHeader]),
-        record.model.empty() ? "-" : record.model, record.usage.prompt_tokens,
-        record.usage.completion_tokens, ms);
+    spdlog::log(level,
+                "{} {} {} {} request_id={} model={} prompt_tokens={} completion_tokens={} "
+                "{:.1f}ms{}{}",
+                client, std::string_view(request.method_string()),
+                std::string_view(request.target()), record.status,
+                std::string_view(request[kRequestIdHeader]),
+                record.model.empty() ? "-" : record.model, record.usage.prompt_tokens,
+                record.usage.completion_tokens, ms, record.reason.empty() ? "" : " reason=",
+                record.reason);
   }
 
   const ServerConfig config;
@@ -1077,6 +1204,9 @@ struct Server::Impl {
   ServiceMetrics& metrics;
   const Options options;
   const ApiKeys keys;
+  // Before the event loops: destroying them destroys suspended requests, which unlist theirs.
+  std::mutex generations_mutex;
+  std::set<Generation*> open_generations;  // under generations_mutex
   // Two event loops: `io` (one thread) accepts, reads requests and answers the operational
   // endpoints; `streams_io` (io_threads threads) carries generation requests and their streams.
   asio::io_context io;
@@ -1090,6 +1220,7 @@ struct Server::Impl {
   std::atomic<std::size_t> connections{0};
   std::atomic<std::size_t> active_requests{0};
   std::size_t over_cap_reads = 0;  // control thread only
+  std::atomic<bool> drain_timed_out{false};
 };
 
 Server::Server(const ServerConfig& config, ModelService& models, ServiceMetrics& metrics,
@@ -1117,6 +1248,9 @@ void Server::stop() {
 }
 bool Server::draining() const {
   return impl_->draining.load();
+}
+bool Server::drain_timed_out() const {
+  return impl_->drain_timed_out.load();
 }
 std::size_t Server::open_connections() const {
   return impl_->connections.load();

@@ -15,7 +15,7 @@ namespace tern::service {
 class Server {
  public:
   struct Options {
-    // SIGTERM/SIGINT start a drain; a second signal stops at once. Tests call drain() instead.
+    // SIGTERM/SIGINT/SIGHUP start a drain; a second signal stops at once. Tests call drain().
     bool handle_signals = true;
     // Threads for ModelService calls (rendering, tokenizing), off the I/O threads.
     int preparation_threads = 2;
@@ -39,12 +39,15 @@ class Server {
   void run();
 
   // What SIGTERM does, callable from any thread: stop accepting, answer /ready with 503, let
-  // in-flight requests finish for up to timeouts.drain_s, then stop.
+  // in-flight requests finish for up to timeouts.drain_s, then end the open streams with an
+  // error event and stop.
   void drain();
   // Stops at once, dropping open connections (their requests are cancelled).
   void stop();
 
   bool draining() const;
+  // True once the drain timeout ran out with requests unfinished (they were cut).
+  bool drain_timed_out() const;
   std::size_t open_connections() const;
 
  private:

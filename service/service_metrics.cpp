@@ -46,7 +46,25 @@ ServiceMetrics::ServiceMetrics()
                                    "1 for a configured model that failed to load, else 0.",
                                    {"model"})),
       open_connections_(
-          registry_.gauge("tern_open_connections", "Open HTTP connections.").with({})) {}
+          registry_.gauge("tern_open_connections", "Open HTTP connections.").with({})),
+      stream_buffered_bytes_(registry_
+                                 .gauge("tern_stream_buffered_bytes",
+                                        "Bytes produced for streaming clients and not yet sent, "
+                                        "over all streams.")
+                                 .with({})),
+      stream_buffer_peak_bytes_(registry_
+                                    .gauge("tern_stream_buffer_peak_bytes",
+                                           "The most bytes one stream has held for its client "
+                                           "since the server started.")
+                                    .with({})),
+      streams_dropped_(registry_.counter(
+          "tern_streams_dropped_total",
+          "Streams the server ended early, by model and reason (slow_client, drain_timeout).",
+          {"model", "reason"})) {}
+
+void ServiceMetrics::count_dropped_stream(std::string_view model, std::string_view reason) {
+  streams_dropped_.with({model, reason}).increment();
+}
 
 void ServiceMetrics::count_request(std::string_view model, std::string_view endpoint, int status) {
   char digits[8];

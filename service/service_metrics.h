@@ -29,6 +29,12 @@ class ServiceMetrics {
   ModelHistograms histograms(std::string_view model);
 
   Gauge& open_connections() { return open_connections_; }
+  // Bytes produced for streaming clients and not yet sent, over all streams; and the most any
+  // one stream has held (bounded by limits.stream_buffer_bytes plus one event).
+  Gauge& stream_buffered_bytes() { return stream_buffered_bytes_; }
+  Gauge& stream_buffer_peak_bytes() { return stream_buffer_peak_bytes_; }
+  // A stream the server ended before its end: `reason` is slow_client or drain_timeout.
+  void count_dropped_stream(std::string_view model, std::string_view reason);
 
   // Copies the engines' gauges in; called just before rendering /metrics.
   // tern_model_load_failed is 1 for a configured model that failed to load, 0 for the others.
@@ -53,6 +59,9 @@ class ServiceMetrics {
   Family<Gauge>& prefix_cache_hit_rate_;
   Family<Gauge>& load_failed_;
   Gauge& open_connections_;
+  Gauge& stream_buffered_bytes_;
+  Gauge& stream_buffer_peak_bytes_;
+  Family<Counter>& streams_dropped_;
 };
 
 }  // namespace tern::service

@@ -1,5 +1,7 @@
 #include "service/sse.h"
 
+#include <algorithm>
+
 namespace tern::service {
 
 void append_sse_data(std::string& out, std::string_view payload) {
@@ -39,19 +41,20 @@ void SseBuffer::written(std::size_t bytes, Clock::time_point now) {
 }
 
 std::optional<SseBuffer::Clock::time_point> SseBuffer::drop_deadline() const {
-  if (!over_bound_since_) return std::nullopt;
-  return *over_bound_since_ + slow_client_timeout_;
+  if (!full_since_) return std::nullopt;
+  return *full_since_ + slow_client_timeout_;
 }
 
 bool SseBuffer::should_drop(Clock::time_point now) const {
-  return over_bound_since_ && now >= *over_bound_since_ + slow_client_timeout_;
+  return full_since_ && now >= *full_since_ + slow_client_timeout_;
 }
 
 void SseBuffer::update(Clock::time_point now) {
-  if (pending_bytes() <= bound_bytes_) {
-    over_bound_since_.reset();
-  } else if (!over_bound_since_) {
-    over_bound_since_ = now;
+  peak_bytes_ = std::max(peak_bytes_, pending_bytes());
+  if (!full()) {
+    full_since_.reset();
+  } else if (!full_since_) {
+    full_since_ = now;
   }
 }
 

@@ -16,9 +16,11 @@ void append_sse_comment(std::string& out, std::string_view text);
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 // The bytes one stream has produced but the client has not yet taken, and the slow-client
-// policy over them: a stream that stays over `bound_bytes` for `slow_client_timeout` is dropped
-// (and its request cancelled), so the engine never waits on a client and memory per stream
-// stays bounded. Bytes count from append() until written() reports them sent.
+// policy over them. The buffer is full once `bound_bytes` are pending: its producer then stops
+// taking events (so the engine pauses the request) until the client catches up, which bounds
+// the bytes per stream by `bound_bytes` plus one event. A stream that stays full for
+// `slow_client_timeout` is dropped (and its request cancelled). Bytes count from append()
+// until written() reports them sent.
 class SseBuffer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -36,8 +38,11 @@ class SseBuffer {
 
   bool empty() const { return queued_.empty(); }
   std::size_t pending_bytes() const { return queued_.size() + in_flight_; }
-  bool over_bound() const { return over_bound_since_.has_value(); }
-  // When the stream must be dropped if it is still over the bound; nullopt when under it.
+  // The most bytes that were pending at once, as of the last appended().
+  std::size_t peak_bytes() const { return peak_bytes_; }
+  // Checked before each event: a full buffer takes no more until the client catches up.
+  bool full() const { return pending_bytes() >= bound_bytes_; }
+  // When the stream must be dropped if it is still full; nullopt when it is not full.
   std::optional<Clock::time_point> drop_deadline() const;
   bool should_drop(Clock::time_point now) const;
 
@@ -48,7 +53,8 @@ class SseBuffer {
   Clock::duration slow_client_timeout_;
   std::string queued_;
   std::size_t in_flight_ = 0;
-  std::optional<Clock::time_point> over_bound_since_;
+  std::size_t peak_bytes_ = 0;
+  std::optional<Clock::time_point> full_since_;
 };
 
 }  // namespace tern::service

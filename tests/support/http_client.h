@@ -27,6 +27,15 @@ class HttpClient {
     socket_.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
                                                    static_cast<unsigned short>(port)));
   }
+  // With a small receive buffer, set before connecting so that the TCP window stays small: a
+  // client that stops reading then stalls the server's writes once the server's send buffer
+  // (up to a few MiB) is full.
+  HttpClient(int port, int receive_buffer_bytes) : socket_(io_) {
+    socket_.open(boost::asio::ip::tcp::v4());
+    socket_.set_option(boost::asio::socket_base::receive_buffer_size(receive_buffer_bytes));
+    socket_.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                                   static_cast<unsigned short>(port)));
+  }
 
   Response request(Verb method, std::string target, std::string body = {}, Headers headers = {}) {
     send(method, std::move(target), std::move(body), std::move(headers));

@@ -191,6 +191,10 @@ int command_serve(std::span<char* const> args) {
     fmt::print(stderr, "tern serve: {}\n", load_result->message());
     return kExitUsage;
   }
+  if (server.drain_timed_out()) {
+    spdlog::warn("stopped with the drain incomplete (exit code {})", kExitDrainIncomplete);
+    return kExitDrainIncomplete;
+  }
   spdlog::info("stopped");
   return 0;
 }

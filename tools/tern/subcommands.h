@@ -18,6 +18,8 @@ struct Subcommand {
 
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitFailure = 1;
+// tern serve: the drain timeout ran out and cut requests that were still running.
+inline constexpr int kExitDrainIncomplete = 3;
 
 // Every command_*.cpp registers itself with TERN_SUBCOMMAND, so adding a subcommand touches no
 // shared file. Sorted by name.

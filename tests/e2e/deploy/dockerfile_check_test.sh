@@ -103,12 +103,13 @@ for dir in k8s k8s/cuda; do
   for kind in Service PodDisruptionBudget ConfigMap; do
     grep -q "^kind: $kind" "$source_dir/docker/$dir/"*.yaml || fail "$dir has no $kind"
   done
-  # The grace period covers the preStop sleep plus tern's drain_s.
+  # The grace period covers the preStop sleep, tern's drain_s, and the 2 s in which the streams
+  # the drain timeout cut get their error event.
   grace=$(sed -nE 's/.*terminationGracePeriodSeconds: *([0-9]+).*/\1/p' "$deployment")
   sleep_s=$(grep -A3 'preStop:' "$deployment" | sed -nE 's/.*"sleep", *"([0-9]+)".*/\1/p')
   drain=$(sed -nE 's/.*drain_s: *([0-9]+).*/\1/p' "$source_dir/docker/$dir/configmap.yaml")
-  if [ -z "$grace" ] || [ -z "$sleep_s" ] || [ -z "$drain" ] || [ "$grace" -le $((sleep_s + drain)) ]; then
-    fail "$dir: terminationGracePeriodSeconds ($grace) must exceed preStop sleep ($sleep_s) + drain_s ($drain)"
+  if [ -z "$grace" ] || [ -z "$sleep_s" ] || [ -z "$drain" ] || [ "$grace" -le $((sleep_s + drain + 2)) ]; then
+    fail "$dir: terminationGracePeriodSeconds ($grace) must exceed preStop sleep ($sleep_s) + drain_s ($drain) + 2"
   fi
   if [ -n "$tern" ]; then
     config=$(mktemp)

@@ -1,12 +1,14 @@
 // Behaviour of the real `tern serve` binary with TinyStories: the 429 path of a full waiting
-// queue, SIGTERM drain with streams in flight, `promtool check metrics` on the live /metrics,
-// accept() backing off when descriptors run out, and
+// queue, SIGTERM and SIGHUP drain with streams in flight, the drain timeout cutting streams,
+// slow readers held to the stream buffer and dropped with their reason, `promtool check
+// metrics` on the live /metrics, accept() backing off when descriptors run out, and
 // bad input answered precisely while 50 streams run undisturbed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -53,14 +55,16 @@ class ServeBehaviourTest : public ::testing::Test {
   }
 
   // Starts the server and waits until /ready is 200; returns its port (0 on failure).
+  // `server_keys` holds extra YAML lines for the server section.
   int start(const std::string& model_keys = {},
-            std::optional<rlim_t> open_file_limit = std::nullopt) {
+            std::optional<rlim_t> open_file_limit = std::nullopt,
+            const std::string& server_keys = {}) {
     config_path_ = std::filesystem::temp_directory_path() /
                    fmt::format("tern-behaviour-{}-{}.yaml", ::getpid(), ++configs_);
     std::ofstream(config_path_) << fmt::format(
-        "server:\n  host: 127.0.0.1\n  port: 0\n"
+        "server:\n  host: 127.0.0.1\n  port: 0\n{}"
         "models:\n  - name: ts\n    path: {}\n    kv_cache_bytes: 64MiB\n    required: true\n{}",
-        shared_path(kModelDir).string(), model_keys);
+        server_keys, shared_path(kModelDir).string(), model_keys);
     serve_.emplace(TERN_BINARY, std::vector<std::string>{"--config", config_path_.string()},
                    open_file_limit);
     if (!serve_->started()) return 0;
@@ -199,7 +203,10 @@ TEST_F(ServeBehaviourTest, FullWaitingQueueGets429WithRetryAfter) {
             200);
 }
 
-TEST_F(ServeBehaviourTest, SigtermDrainsStreamsInFlight) {
+// SIGTERM and SIGHUP both drain (SIGHUP's default action would kill the server mid-stream).
+class ServeSignalTest : public ServeBehaviourTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ServeSignalTest, DrainsStreamsInFlight) {
   const int port = start();
   ASSERT_GT(port, 0) << serve_->log();
   HttpClient probe(port);  // opened before the signal: the listener closes on SIGTERM
@@ -223,11 +230,17 @@ TEST_F(ServeBehaviourTest, SigtermDrainsStreamsInFlight) {
     });
   }
   streaming.wait();
-  serve_->signal(SIGTERM);
+  serve_->signal(GetParam());
   // /ready turns 503 while the streams drain (the signal is handled asynchronously).
   int ready_status = 200;
   for (int i = 0; i < 200 && ready_status == 200; ++i) {
-    const Response ready = probe.get("/ready");
+    Response ready;
+    try {
+      ready = probe.get("/ready");
+    } catch (const boost::system::system_error& gone) {
+      ADD_FAILURE() << "the server went away: " << gone.what();
+      break;
+    }
     ready_status = ready.result_int();
     if (ready_status == 503) {
       EXPECT_LT(completed.load(), kStreams) << "the streams ended before the drain began";
@@ -247,6 +260,165 @@ TEST_F(ServeBehaviourTest, SigtermDrainsStreamsInFlight) {
   EXPECT_EQ(serve_->wait_exit(), 0) << serve_->log();
   EXPECT_NE(serve_->log().find("drained: every in-flight request finished"), std::string::npos)
       << serve_->log();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, ServeSignalTest, ::testing::Values(SIGTERM, SIGHUP),
+                         [](const ::testing::TestParamInfo<int>& signal_info) {
+                           return std::string(signal_info.param == SIGTERM ? "SIGTERM" : "SIGHUP");
+                         });
+
+// The value of one series in a /metrics body (its line is "SERIES VALUE"); nullopt if absent.
+std::optional<double> metric_value(const std::string& body, std::string_view series) {
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > series.size() && line.starts_with(series) && line[series.size()] == ' ') {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+// A stream that produces megabytes: n choices, each token with its 20 best alternatives.
+std::string heavy_stream_body(int choices, int max_tokens) {
+  return fmt::format(
+      R"({{"model":"ts","prompt":"Once upon a time","max_tokens":{},"n":{},"logprobs":20,)"
+      R"("temperature":0,"ignore_eos":true,"stream":true,"stream_options":{{"include_usage":true}}}})",
+      max_tokens, choices);
+}
+
+// A client that reads its stream's first token, then nothing more until told to. The kernel
+// still takes a few MiB on its behalf (the server's send buffer grows to about 4 MiB on
+// loopback), so the streams in these tests produce several times that.
+std::unique_ptr<HttpClient> start_stalled_stream(int port, const std::string& body,
+                                                 std::string& received) {
+  auto client = std::make_unique<HttpClient>(port, 4096);
+  client->send(Verb::post, "/v1/completions", body);
+  received = client->read_until("\"text\"");
+  return client;
+}
+
+// Polls the server's log until it contains `needle`.
+bool wait_for_log(ServeProcess& serve, std::string_view needle, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (serve.log().find(needle) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// When the drain timeout runs out, each open stream gets an error event and its [DONE] before
+// the close, the log counts the cut streams, and the process exits 3 (drain incomplete).
+TEST_F(ServeBehaviourTest, DrainTimeoutCutsStreamsWithAnErrorEvent) {
+  const int port =
+      start({}, std::nullopt, "  limits: {stream_buffer_bytes: 16KiB}\n  timeouts: {drain_s: 1}\n");
+  ASSERT_GT(port, 0) << serve_->log();
+  // Clients that stop reading: their streams cannot finish before the drain runs out.
+  constexpr int kStreams = 3;
+  std::vector<std::string> raw(kStreams);
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < kStreams; ++i) {
+    clients.push_back(start_stalled_stream(port, heavy_stream_body(16, 480), raw[i]));
+  }
+  serve_->signal(SIGTERM);
+  ASSERT_TRUE(wait_for_log(*serve_, "drain timeout", 30s)) << serve_->log();
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE(fmt::format("stream {}", i));
+    raw[i] += clients[i]->read_until(HttpClient::kChunkedEnd);
+    EXPECT_TRUE(raw[i].ends_with(HttpClient::kChunkedEnd))
+        << raw[i].substr(raw[i].size() - std::min<std::size_t>(raw[i].size(), 500));
+    const std::vector<std::string> events = sse_data(raw[i]);
+    ASSERT_GE(events.size(), 2u);
+    EXPECT_EQ(events.back(), "[DONE]");
+    const std::string& error = events[events.size() - 2];
+    EXPECT_NE(error.find(R"("code":"service_unavailable")"), std::string::npos) << error;
+    EXPECT_NE(error.find("drain"), std::string::npos) << error;
+  }
+  EXPECT_EQ(serve_->wait_exit(), 3) << serve_->log();
+  EXPECT_NE(serve_->log().find(fmt::format("cut {} streams", kStreams)), std::string::npos)
+      << serve_->log();
+}
+
+// Five readers that stop reading streams of n=64 with 20 logprobs a token: each holds at most
+// stream_buffer_bytes plus one event (64 KiB, docs/config.md) while the engine pauses its
+// samples, and every stream is complete once its reader catches up.
+TEST_F(ServeBehaviourTest, SlowReadersStayWithinTheStreamBuffer) {
+  constexpr double kBound = 64 << 10;
+  constexpr double kOneEvent = 64 << 10;
+  // A paused request keeps its place in the batch, so the batch has room for all five.
+  const int port =
+      start("    max_num_seqs: 320\n", std::nullopt,
+            "  limits: {stream_buffer_bytes: 64KiB}\n  timeouts: {slow_client_s: 600}\n");
+  ASSERT_GT(port, 0) << serve_->log();
+  constexpr int kReaders = 5;
+  constexpr int kChoices = 64;
+  constexpr int kTokens = 150;
+  std::vector<std::string> raw(kReaders);
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (int i = 0; i < kReaders; ++i) {
+    clients.push_back(start_stalled_stream(port, heavy_stream_body(kChoices, kTokens), raw[i]));
+  }
+  // Each stream fills its buffer and stops there: the server stops taking the engine's events.
+  HttpClient probe(port);
+  std::string metrics;
+  std::optional<double> buffered;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  do {
+    std::this_thread::sleep_for(20ms);
+    metrics = probe.get("/metrics").body();
+    buffered = metric_value(metrics, "tern_stream_buffered_bytes");
+  } while ((!buffered || *buffered < kReaders * kBound) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(buffered.has_value()) << metrics;
+  ASSERT_GE(*buffered, kReaders * kBound) << metrics;
+  const std::optional<double> peak = metric_value(metrics, "tern_stream_buffer_peak_bytes");
+  ASSERT_TRUE(peak.has_value()) << metrics;
+  EXPECT_LE(*peak, kBound + kOneEvent);
+  EXPECT_LE(*buffered, kReaders * (kBound + kOneEvent));
+
+  // Paused, not dropped or cancelled: every choice of every stream runs to its length.
+  for (int i = 0; i < kReaders; ++i) {
+    SCOPED_TRACE(fmt::format("stream {}", i));
+    const StreamResult result =
+        summarize_stream(raw[i] + clients[i]->read_until(HttpClient::kChunkedEnd));
+    EXPECT_TRUE(result.done);
+    EXPECT_EQ(result.finish_reasons, std::vector<std::string>(kChoices, "length"));
+    EXPECT_EQ(result.completion_tokens, kChoices * kTokens);
+  }
+  const std::optional<double> final_peak =
+      metric_value(probe.get("/metrics").body(), "tern_stream_buffer_peak_bytes");
+  ASSERT_TRUE(final_peak.has_value());
+  EXPECT_LE(*final_peak, kBound + kOneEvent);
+}
+
+// A reader that takes nothing for slow_client_s is dropped: its request is cancelled, and the
+// access log and /metrics say why (reason slow_client), unlike a client that hung up.
+TEST_F(ServeBehaviourTest, SlowClientDropIsLoggedAndCountedWithItsReason) {
+  const int port = start(
+      {}, std::nullopt, "  limits: {stream_buffer_bytes: 16KiB}\n  timeouts: {slow_client_s: 1}\n");
+  ASSERT_GT(port, 0) << serve_->log();
+  std::string raw;
+  const auto slow = start_stalled_stream(port, heavy_stream_body(16, 480), raw);
+  ASSERT_TRUE(wait_for_log(*serve_, "reason=slow_client", 30s)) << serve_->log();
+  const std::string log = serve_->log();
+  const std::size_t at = log.find("reason=slow_client");
+  const std::size_t line_start = log.rfind('\n', at) + 1;
+  const std::string line = log.substr(line_start, log.find('\n', at) - line_start);
+  EXPECT_NE(line.find("POST /v1/completions 499"), std::string::npos) << log;
+
+  HttpClient probe(port);
+  const std::string metrics = probe.get("/metrics").body();
+  EXPECT_EQ(metric_value(metrics, R"(tern_streams_dropped_total{model="ts",reason="slow_client"})"),
+            1.0)
+      << metrics;
+  // The engine let the request go.
+  std::optional<double> running;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  do {
+    std::this_thread::sleep_for(20ms);
+    running = metric_value(probe.get("/metrics").body(), R"(tern_requests_running{model="ts"})");
+  } while (running != 0.0 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(running, 0.0);
 }
 
 // promtool from Debian's `prometheus` package, if it is on PATH.

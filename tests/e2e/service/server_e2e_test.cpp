@@ -682,6 +682,11 @@ TEST_F(ServerTest, SlowClientIsDroppedAndItsRequestCancelled) {
           R"(tern_requests_total{model="fake",endpoint="/v1/chat/completions",status="499"} 1)"),
       std::string::npos)
       << scraped.body();
+  // Unlike a client that hung up, the drop says why.
+  EXPECT_NE(
+      scraped.body().find(R"(tern_streams_dropped_total{model="fake",reason="slow_client"} 1)"),
+      std::string::npos)
+      << scraped.body();
 }
 
 // Tokens are small writes; with Nagle's algorithm on, each stream's first token waited for the
@@ -783,7 +788,56 @@ TEST_F(ServerTest, DrainFinishesInFlightStreamsThenStops) {
   EXPECT_TRUE(parser.get().body().ends_with("data: [DONE]\n\n"));
   EXPECT_EQ(fake_->cancelled_count(), 0);
   thread_.join();  // run() returns once drained
+  EXPECT_FALSE(server_->drain_timed_out());
   EXPECT_THROW(Client(server_->port()), boost::system::system_error);
+}
+
+// When timeouts.drain_s runs out, the requests still running end with an error that says so:
+// a stream with an error event and [DONE], a non-streamed request with a 503; then run()
+// returns and drain_timed_out() tells the caller the drain was incomplete.
+TEST_F(ServerTest, DrainTimeoutEndsOpenRequestsWithAnError) {
+  ServerConfig config = default_config();
+  config.timeouts.drain_s = 0.2;
+  start(config, {std::chrono::milliseconds(5), 5});
+  Client streaming = client();
+  streaming.send(http::verb::post, "/v1/chat/completions",
+                 R"({"model":"fake","stream":true,"max_tokens":1000000,)"
+                 R"("messages":[{"role":"user","content":"hi"}]})");
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  http::read_header(streaming.socket(), streaming.buffer(), parser);
+  Client collecting = client();
+  collecting.send(http::verb::post, "/v1/chat/completions",
+                  R"({"model":"fake","max_tokens":1000000,)"
+                  R"("messages":[{"role":"user","content":"hi"}]})");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (fake_->active_count() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(fake_->active_count(), 2);
+  server_->drain();
+  thread_.join();  // run() returns once the cut requests are answered
+  EXPECT_TRUE(server_->drain_timed_out());
+  server_.reset();  // closes what is left, so the reads below end either way
+
+  beast::error_code read_error;
+  http::read(streaming.socket(), streaming.buffer(), parser, read_error);
+  EXPECT_FALSE(read_error) << read_error.message();
+  const std::string& events = parser.get().body();
+  const std::size_t error = events.rfind(R"(data: {"error":)");
+  ASSERT_NE(error, std::string::npos)
+      << events.substr(events.size() - std::min<std::size_t>(events.size(), 500));
+  EXPECT_NE(events.find("drain timeout", error), std::string::npos) << events.substr(error);
+  EXPECT_TRUE(events.ends_with("data: [DONE]\n\n")) << events.substr(error);
+  const Response collected = collecting.read();
+  EXPECT_EQ(collected.result_int(), 503);
+  EXPECT_NE(collected.body().find("drain timeout"), std::string::npos) << collected.body();
+
+  EXPECT_EQ(fake_->cancelled_count(), 2);
+  const std::string scraped = metrics_.render();
+  EXPECT_NE(scraped.find(R"(tern_streams_dropped_total{model="fake",reason="drain_timeout"} 2)"),
+            std::string::npos)
+      << scraped;
 }
 
 TEST_F(ServerTest, StreamedErrorAfterStartIsAnEvent) {

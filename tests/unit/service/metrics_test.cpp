@@ -52,6 +52,23 @@ TEST(MetricsTest, ConcurrentUpdatesAreNotLost) {
   EXPECT_EQ(histogram.snapshot().cumulative_counts.back(), 40000u);
 }
 
+// A high-water mark raised from several threads ends at the highest value any of them saw.
+TEST(MetricsTest, GaugeRaiseToKeepsTheHighest) {
+  MetricsRegistry registry;
+  Gauge& peak = registry.gauge("peak_bytes", "P.").with({});
+  peak.raise_to(5);
+  peak.raise_to(3);
+  EXPECT_EQ(peak.value(), 5);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10000; ++i) peak.raise_to(i * 4 + t);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(peak.value(), 9999 * 4 + 3);
+}
+
 TEST(MetricsTest, PromtoolAcceptsTheServiceMetrics) {
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh)";
@@ -66,6 +83,9 @@ TEST(MetricsTest, PromtoolAcceptsTheServiceMetrics) {
   histograms.prompt_tokens.observe(12);
   histograms.generation_tokens.observe(30);
   metrics.open_connections().add(3);
+  metrics.stream_buffered_bytes().add(4096);
+  metrics.stream_buffer_peak_bytes().raise_to(4096);
+  metrics.count_dropped_stream("demo", "slow_client");
   metrics.update_model_stats({ModelStats{"demo", 2, 1, 0.5, 0.25}});
   const std::string path = ::testing::TempDir() + "tern_metrics.txt";
   std::ofstream(path) << metrics.render();
