@@ -32,18 +32,6 @@ AlignedBytes allocate_aligned(std::size_t bytes) {
   return AlignedBytes(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
 }
 
-kernels::KvType to_kernel_type(KvCacheType type) {
-  switch (type) {
-    case KvCacheType::f32:
-      return kernels::KvType::f32;
-    case KvCacheType::bf16:
-      return kernels::KvType::bf16;
-    case KvCacheType::f16:
-      break;
-  }
-  return kernels::KvType::f16;
-}
-
 kernels::WeightMatrix matrix_of(const WeightTensor& tensor) {
   return kernels::WeightMatrix{tensor.type, tensor.data, tensor.rows, tensor.cols,
                                tensor.row_bytes};
@@ -186,17 +174,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
   state->output = matrix_of(weights.output());
   state->repack_for_kernels();
 
-  kernels::RopeScaling scaling;
-  const RopeScalingConfig& rope = config.rope_scaling;
-  scaling.type = rope.type == RopeScalingConfig::Type::linear   ? kernels::RopeScaling::Type::linear
-                 : rope.type == RopeScalingConfig::Type::llama3 ? kernels::RopeScaling::Type::llama3
-                                                                : kernels::RopeScaling::Type::none;
-  scaling.factor = rope.factor;
-  scaling.low_freq_factor = rope.low_freq_factor;
-  scaling.high_freq_factor = rope.high_freq_factor;
-  scaling.original_max_position = rope.original_max_position;
   state->inverse_frequencies =
-      kernels::rope_inverse_frequencies(config.head_dim, config.rope_theta, scaling);
+      kernels::rope_inverse_frequencies(config.head_dim, config.rope_theta, config.rope_scaling);
   // Llama 3.1 GGUF files carry their RoPE scaling as per-frequency divisors.
   if (const WeightTensor* factors = weights.rope_freq_factors()) {
     const std::vector<float> divisors = to_f32(*factors);
@@ -206,9 +185,7 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
     }
     for (std::size_t i = 0; i < divisors.size(); ++i) state->inverse_frequencies[i] /= divisors[i];
   }
-  state->rope_layout = config.rope_layout == RopeLayout::interleaved
-                           ? kernels::RopeLayout::interleaved
-                           : kernels::RopeLayout::neox;
+  state->rope_layout = config.rope_layout;
 
   const auto tokens = static_cast<std::size_t>(options.max_batch_tokens);
   const auto hidden = static_cast<std::size_t>(config.hidden_size);
@@ -239,7 +216,7 @@ std::int32_t CpuBackend::max_batch_tokens() const {
 }
 
 std::uint64_t CpuBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
-  const kernels::KvCacheLayout layout{to_kernel_type(type), block_size, state_->config.n_kv_heads,
+  const kernels::KvCacheLayout layout{type, block_size, state_->config.n_kv_heads,
                                       state_->config.head_dim};
   return 2ull * kernels::kv_block_bytes(layout) * state_->layers.size();
 }
@@ -249,8 +226,8 @@ Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
     return Error{"cpu backend: the KV cache needs at least one block of at least one token"};
   }
   State& s = *state_;
-  s.kv_layout = kernels::KvCacheLayout{to_kernel_type(spec.type), spec.block_size,
-                                       s.config.n_kv_heads, s.config.head_dim};
+  s.kv_layout =
+      kernels::KvCacheLayout{spec.type, spec.block_size, s.config.n_kv_heads, s.config.head_dim};
   const std::size_t pool_bytes =
       kernels::kv_block_bytes(s.kv_layout) * static_cast<std::size_t>(spec.num_blocks);
   for (LayerState& layer : s.layers) {
