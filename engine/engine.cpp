@@ -1,7 +1,5 @@
 #include "engine/engine.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -14,7 +12,7 @@
 #include "engine/kv_cache.h"
 #include "engine/mpsc_queue.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/this_thread.h"
 
 namespace tern::engine {
 namespace {
@@ -501,8 +499,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   auto state = std::make_unique<State>(backend, tokenizer, options, num_blocks, scheduler);
   State* raw = state.get();
   state->thread = std::thread([raw] {
-    pthread_setname_np(pthread_self(), "tern-engine");  // for top -H, perf and gdb
-    if (raw->options.thread_nice != 0) kernels::set_this_thread_nice(raw->options.thread_nice);
+    name_this_thread("tern-engine");
+    if (raw->options.thread_nice != 0) set_this_thread_nice(raw->options.thread_nice);
     raw->run();
   });
   return std::unique_ptr<Engine>(new Engine(std::move(state)));

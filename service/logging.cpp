@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/json_string.h"
+
 namespace tern::service {
 namespace {
 
@@ -15,36 +17,17 @@ class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& message, const std::tm&,
               spdlog::memory_buf_t& out) override {
-    for (char c : message.payload) {
-      switch (c) {
-        case '"':
-          out.append(std::string_view("\\\""));
-          break;
-        case '\\':
-          out.append(std::string_view("\\\\"));
-          break;
-        case '\n':
-          out.append(std::string_view("\\n"));
-          break;
-        case '\r':
-          out.append(std::string_view("\\r"));
-          break;
-        case '\t':
-          out.append(std::string_view("\\t"));
-          break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            const std::string escaped = fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-            out.append(std::string_view(escaped));
-          } else {
-            out.push_back(c);
-          }
-      }
-    }
+    escaped_.clear();
+    append_json_escaped(escaped_, std::string_view(message.payload.data(), message.payload.size()));
+    out.append(escaped_.data(), escaped_.data() + escaped_.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return spdlog::details::make_unique<JsonEscapedMessage>();
   }
+
+ private:
+  // Reused from line to line: each sink formats under its own lock, with its own clone.
+  std::string escaped_;
 };
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "service/server.h"
 
-#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -35,7 +34,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
-#include "kernels/cpu/thread_pool.h"
+#include "kernels/this_thread.h"
 #include "service/api_keys.h"
 #include "service/host_address.h"
 #include "service/openai/chat_response.h"
@@ -265,12 +264,12 @@ struct Server::Impl {
     std::vector<std::thread> threads;
     for (int i = 0; i < config.io_threads; ++i) {
       threads.emplace_back([this] {
-        pthread_setname_np(pthread_self(), "tern-io");  // for top -H, perf and gdb
+        name_this_thread("tern-io");
         streams_io.run();
       });
     }
     // After the streams threads started: threads inherit the nice value of their creator.
-    if (config.control_nice != 0 && !kernels::set_this_thread_nice(config.control_nice)) {
+    if (config.control_nice != 0 && !set_this_thread_nice(config.control_nice)) {
       spdlog::info("server.control_nice {} not applied (raising priority needs CAP_SYS_NICE)",
                    config.control_nice);
     }

@@ -6,10 +6,12 @@
 
 #include "engine/batch_plan.h"
 #include "engine/expected.h"
+#include "kernels/kv_type.h"
 
 namespace tern::engine {
 
-enum class KvCacheType { f32, f16, bf16 };
+// The kernels' own enum, so a backend hands it over as it is.
+using KvCacheType = kernels::KvType;
 
 struct KvCacheSpec {
   KvCacheType type = KvCacheType::f16;

@@ -1,9 +1,9 @@
 #include "engine/chat/value_json.h"
 
+#include "engine/json_string.h"
 #include "engine/json_syntax.h"
 
 #include <cmath>
-#include <cstdio>
 
 namespace tern::engine::chat {
 
@@ -68,45 +68,6 @@ Expected<Value> convert(simdjson::dom::element element, int depth) {
     }
   }
   return Error{"unknown JSON element"};
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          char hex[8];
-          std::snprintf(hex, sizeof hex, "\\u%04x", c);
-          out += hex;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
 }
 
 Status write_json(std::string& out, const Value& value, int indent, int level) {

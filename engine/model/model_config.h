@@ -5,22 +5,17 @@
 #include <vector>
 
 #include "engine/expected.h"
+#include "kernels/rope_config.h"
 
 namespace tern::engine {
 
 class GgufFile;
 
 // How Q/K pairs are laid out for RoPE. GGUF `llama` files store Q/K rows permuted so that pairs
-// are adjacent (interleaved); HF checkpoints and GGUF qwen2/qwen3 rotate halves (neox).
-enum class RopeLayout { interleaved, neox };
-
-struct RopeScalingConfig {
-  enum class Type { none, linear, llama3 } type = Type::none;
-  float factor = 1;
-  float low_freq_factor = 1;
-  float high_freq_factor = 4;
-  int original_max_position = 8192;
-};
+// are adjacent (interleaved); HF checkpoints and GGUF qwen2/qwen3 rotate halves (neox). The
+// kernels' own types, so a backend hands them over as they are.
+using kernels::RopeLayout;
+using RopeScalingConfig = kernels::RopeScaling;
 
 // Sampling defaults the model's authors ship (generation_config.json, GGUF general.sampling.*);
 // a request's own values win.

@@ -18,18 +18,6 @@ std::vector<float> to_f32(const std::optional<WeightTensor>& tensor) {
   return tensor ? to_f32(*tensor) : std::vector<float>{};
 }
 
-kernels::RopeScaling kernel_scaling(const RopeScalingConfig& rope) {
-  kernels::RopeScaling scaling;
-  scaling.type = rope.type == RopeScalingConfig::Type::linear   ? kernels::RopeScaling::Type::linear
-                 : rope.type == RopeScalingConfig::Type::llama3 ? kernels::RopeScaling::Type::llama3
-                                                                : kernels::RopeScaling::Type::none;
-  scaling.factor = rope.factor;
-  scaling.low_freq_factor = rope.low_freq_factor;
-  scaling.high_freq_factor = rope.high_freq_factor;
-  scaling.original_max_position = rope.original_max_position;
-  return scaling;
-}
-
 }  // namespace
 
 Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
@@ -43,7 +31,7 @@ Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
   }
   tables.output_norm = to_f32(weights.output_norm());
   tables.rope_inverse_frequencies = kernels::rope_inverse_frequencies(
-      config.head_dim, config.rope_theta, kernel_scaling(config.rope_scaling));
+      config.head_dim, config.rope_theta, config.rope_scaling);
   // Llama 3.1 GGUF files carry their RoPE scaling as per-frequency divisors.
   if (const WeightTensor* factors = weights.rope_freq_factors()) {
     const std::vector<float> divisors = to_f32(*factors);
@@ -54,9 +42,7 @@ Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
     }
     for (std::size_t i = 0; i < divisors.size(); ++i) frequencies[i] /= divisors[i];
   }
-  tables.rope_layout = config.rope_layout == RopeLayout::interleaved
-                           ? kernels::RopeLayout::interleaved
-                           : kernels::RopeLayout::neox;
+  tables.rope_layout = config.rope_layout;
   return tables;
 }
 

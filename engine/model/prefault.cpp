@@ -46,7 +46,10 @@ void prefault(std::span<const std::span<const std::byte>> regions, std::string_v
       // The clock is read once per MiB, so progress lines keep coming even from a slow disk.
       for (std::size_t step = 0; step < length; step += kProgressStepBytes) {
         const std::size_t step_end = std::min(length, step + kProgressStepBytes);
-        for (std::size_t offset = step; offset < step_end; offset += page) {
+        // One byte of every page the step covers: its first byte, then each page start. Striding
+        // by a page from an unaligned start would miss the page the region ends in.
+        for (std::size_t offset = step; offset < step_end;
+             offset += page - (address + offset) % page) {
           sum = static_cast<std::uint8_t>(sum + std::to_integer<std::uint8_t>(chunk[offset]));
         }
         done += step_end - step;

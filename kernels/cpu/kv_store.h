@@ -3,11 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace tern::kernels {
+#include "kernels/kv_type.h"
 
-// Element type of the paged KV cache. f16 and bf16 halve its memory; values are rounded to nearest
-// even when stored and widened to f32 when attention reads them.
-enum class KvType { f32, f16, bf16 };
+namespace tern::kernels {
 
 // Shape of one layer's paged KV cache. A block holds block_size consecutive positions of one
 // sequence. K of one block is laid out [n_kv_heads][block_size][head_dim], so one head's keys in a

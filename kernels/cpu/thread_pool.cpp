@@ -9,11 +9,11 @@
 
 #if defined(__linux__)
 #include <linux/futex.h>
-#include <pthread.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+
+#include "kernels/this_thread.h"
 
 namespace tern::kernels {
 namespace {
@@ -64,16 +64,6 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
 }
 
 }  // namespace
-
-bool set_this_thread_nice(int nice) {
-#if defined(__linux__)
-  // On Linux the nice value belongs to the thread: PRIO_PROCESS with a thread id sets just it.
-  return setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice) == 0;
-#else
-  (void)nice;
-  return false;
-#endif
-}
 
 ThreadPool::ThreadPool(int threads, int worker_nice)
     : size_(threads < 1 ? 1 : threads), worker_nice_(worker_nice) {
@@ -137,10 +127,8 @@ void ThreadPool::worker_loop(int thread_index) {
   // first gets scheduled must still count as new work, or the caller waits forever.
   std::uint32_t seen = 0;
   inside_pool_task = true;
-#if defined(__linux__)
-  pthread_setname_np(pthread_self(), "tern-compute");  // for top -H, perf and gdb
+  name_this_thread("tern-compute");
   if (worker_nice_ != 0) set_this_thread_nice(worker_nice_);
-#endif
   for (;;) {
     const auto started = [&] { return generation_.load(std::memory_order_acquire) != seen; };
     if (!spin_until(started)) {

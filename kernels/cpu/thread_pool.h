@@ -16,10 +16,6 @@ namespace tern::kernels {
 //
 // Calls from several threads are serialised. A call made from inside a task runs inline on the
 // calling thread (as a pool of one) instead of deadlocking.
-// Sets the calling thread's nice value (lower runs first); false when the system refuses, e.g.
-// a negative value without CAP_SYS_NICE.
-bool set_this_thread_nice(int nice);
-
 class ThreadPool {
  public:
   // threads >= 1, counts the caller. Workers run at `worker_nice` (0: unchanged); callers that

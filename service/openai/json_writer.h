@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/json_string.h"  // the escaper JsonWriter writes strings with
+
 namespace tern::service::openai {
 
 // Appends compact JSON to a string, inserting commas itself. Strings are escaped and made valid
@@ -48,8 +50,5 @@ class JsonWriter {
   int depth_ = 0;
   bool after_key_ = false;
 };
-
-// Appends `text` as the body of a JSON string (no quotes), escaped and UTF-8 repaired.
-void append_json_escaped(std::string& out, std::string_view text);
 
 }  // namespace tern::service::openai

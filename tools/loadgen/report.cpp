@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "tools/loadgen/json_quote.h"
+#include "engine/json_string.h"
 
 namespace tern::loadgen {
 namespace {
@@ -21,7 +21,7 @@ std::string json_run(const Options& options, const Summary& s) {
   const RunResult& run = *s.run;
   std::string errors;
   for (const auto& [kind, count] : s.errors_by_kind) {
-    errors += fmt::format("{}{}:{}", errors.empty() ? "" : ",", json_quote(kind), count);
+    errors += fmt::format("{}{}:{}", errors.empty() ? "" : ",", json_string(kind), count);
   }
   std::string health = "null";
   if (run.health) {
@@ -43,9 +43,9 @@ std::string json_run(const Options& options, const Summary& s) {
   }
   std::string out = "{";
   out += fmt::format(R"("tool":"tern-loadgen","mode":{},"url":{},"endpoint":{},"model":{},)",
-                     json_quote(run.mode),
-                     run.mode == "http" ? json_quote(options.url) : std::string("null"),
-                     json_quote(endpoint_name(options.endpoint)), json_quote(run.model));
+                     json_string(run.mode),
+                     run.mode == "http" ? json_string(options.url) : std::string("null"),
+                     json_string(endpoint_name(options.endpoint)), json_string(run.model));
   out += fmt::format(
       R"("concurrency":{},"requests":{},"prompt_words":{},"max_tokens":{},"temperature":{},"ignore_eos":{},"seed":{},)",
       run.concurrency, run.requests, options.prompt_words, options.max_tokens, options.temperature,

@@ -2,14 +2,14 @@
 
 #include <fmt/format.h>
 
-#include "tools/loadgen/json_quote.h"
+#include "engine/json_string.h"
 #include "tools/loadgen/prompt_words.h"
 
 namespace tern::loadgen {
 
 std::string request_body(const Options& options, const std::string& model, int index) {
-  const std::string prompt = json_quote(make_prompt(options.seed, index, options.prompt_words));
-  std::string body = fmt::format(R"({{"model":{},)", json_quote(model));
+  const std::string prompt = json_string(make_prompt(options.seed, index, options.prompt_words));
+  std::string body = fmt::format(R"({{"model":{},)", json_string(model));
   if (options.endpoint == Endpoint::chat) {
     body += fmt::format(R"("messages":[{{"role":"user","content":{}}}],)", prompt);
   } else {

@@ -17,22 +17,6 @@
 #include "kernels/cpu/thread_pool.h"
 
 namespace tern::engine {
-namespace {
-
-kernels::KvType to_kernel_type(KvCacheType type) {
-  switch (type) {
-    case KvCacheType::f32:
-      return kernels::KvType::f32;
-    case KvCacheType::bf16:
-      return kernels::KvType::bf16;
-    case KvCacheType::f16:
-      break;
-  }
-  return kernels::KvType::f16;
-}
-
-}  // namespace
-
 // The model's graph over the CPU op table; everything architecture-neutral (the graph, the
 // tables, plan validation) lives above it, so this holds only what is the CPU's own.
 struct CpuBackend::State {
@@ -138,7 +122,7 @@ std::int32_t CpuBackend::max_sequences() const {
 
 std::uint64_t CpuBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
   const RankShape& shape = state_->spec.shape;
-  const kernels::KvCacheLayout layout{to_kernel_type(type), block_size, shape.n_kv_heads,
+  const kernels::KvCacheLayout layout{type, block_size, shape.n_kv_heads,
                                       shape.head_dim};
   return 2ull * kernels::kv_block_bytes(layout) * static_cast<std::uint64_t>(state_->spec.n_layers);
 }
@@ -149,7 +133,7 @@ Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   }
   const RankShape& shape = state_->spec.shape;
   return state_->ops.allocate_kv_cache(
-      kernels::KvCacheLayout{to_kernel_type(spec.type), spec.block_size, shape.n_kv_heads,
+      kernels::KvCacheLayout{spec.type, spec.block_size, shape.n_kv_heads,
                              shape.head_dim},
       spec.num_blocks);
 }

@@ -170,6 +170,17 @@ long completions_served(int port) {
   return completions_answered(port, 200);
 }
 
+// Polls `holds` every 20 ms until it is true or `limit` has passed; whether it became true.
+template <typename Predicate>
+bool eventually(Predicate holds, Clock::duration limit) {
+  const auto deadline = Clock::now() + limit;
+  while (!holds()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 // A replica counts a request once its last byte is written, which is after the client has read
 // the stream's end: wait for the counters to settle before comparing them.
 long served_once_settled(const std::vector<int>& ports, long expected) {
@@ -421,7 +432,9 @@ TEST_F(DeployTest, RoutesOverBothReplicasAndStreamsUnbuffered) {
   // 400-token stream arrives long before its end, over many separate reads. A buffering proxy
   // would hand over the stream in a few large pieces.
   StreamingClients load(nginx_port_, 16, 400);
-  std::this_thread::sleep_for(200ms);
+  // Under load once the first of them has come through; the others are mid-stream by then.
+  ASSERT_TRUE(eventually([&] { return load.before_mark.completed.load() > 0; }, 60s))
+      << load.before_mark.describe();
   const HttpResult stream = http_request(nginx_port_, "POST", "/v1/completions", stream_body(400));
   load.stop();
   ASSERT_TRUE(stream.stream_complete()) << stream.raw.substr(0, 500);
@@ -436,7 +449,9 @@ TEST_F(DeployTest, RollingRestartUnderFortyStreamsLosesNothing) {
   ASSERT_NO_FATAL_FAILURE(start_cluster(model_dir_.string()));
   StreamingClients clients(nginx_port_, 40, 48);
   clients.mark();  // every request counts
-  std::this_thread::sleep_for(1s);
+  // Streams flow through nginx before the first replica goes.
+  ASSERT_TRUE(eventually([&] { return clients.after_mark.completed.load() > 0; }, 30s))
+      << clients.after_mark.describe();
   for (Replica* replica : {&a(), &b()}) {
     const int before = clients.after_mark.completed.load();
     const int status = replica->terminate();
@@ -471,14 +486,15 @@ TEST_F(DeployTest, RollingRestartUnderFortyStreamsLosesNothing) {
 TEST_F(DeployTest, KilledReplicaIsRoutedAround) {
   ASSERT_NO_FATAL_FAILURE(start_cluster(model_dir_.string()));
   StreamingClients clients(nginx_port_, 20, 48);
-  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(eventually([&] { return clients.before_mark.completed.load() > 0; }, 30s))
+      << clients.before_mark.describe();
   a().kill_now();  // SIGKILL: its in-flight streams are cut mid-way
   clients.mark();
-  std::this_thread::sleep_for(3s);
+  Tally& after = clients.after_mark;
+  EXPECT_TRUE(eventually([&] { return after.completed.load() > 20; }, 60s)) << after.describe();
   clients.stop();
   // Streams in flight on the killed replica end without `data: [DONE]`: nginx cannot retry a
   // response it has already started to send. Everything that started after the kill succeeds.
-  Tally& after = clients.after_mark;
   EXPECT_EQ(after.failed.load() + after.truncated.load(), 0) << after.describe();
   EXPECT_GT(after.completed.load(), 20) << after.describe();
   std::cout << "in flight at the kill: " << clients.before_mark.describe() << "\n";
@@ -487,7 +503,12 @@ TEST_F(DeployTest, KilledReplicaIsRoutedAround) {
 TEST_F(DeployTest, ReplicaWithMissingModelNeverTurnsReadyAndGetsNoTraffic) {
   ASSERT_NO_FATAL_FAILURE(start_cluster((dir_ / "no-such-model.gguf").string()));
   // It stays up (the model is not `required`) and live, but never ready.
-  std::this_thread::sleep_for(1s);
+  eventually(
+      [&] {
+        return read_file(b().log).find("no-such-model.gguf") != std::string::npos &&
+               http_request(b().port, "GET", "/health").status == 200;
+      },
+      30s);
   EXPECT_EQ(http_request(b().port, "GET", "/health").status, 200);
   EXPECT_EQ(b().ready_status(), 503);
   EXPECT_NE(read_file(b().log).find("no-such-model.gguf"), std::string::npos) << read_file(b().log);

@@ -121,8 +121,11 @@ TEST_F(ServeAdmissionTest, AFloodOfFanOutRequestsLeavesEveryOtherClientItsExactO
       }
     });
   }
-  // Let the flood fill the queue before the others arrive.
-  std::this_thread::sleep_for(300ms);
+  // Let the flood fill the queue before the others arrive: it has once some of it is turned away.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (flood_429.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
 
   std::atomic<int> exact{0};
   std::vector<std::thread> clients;

@@ -779,7 +779,11 @@ TEST_F(ServerTest, DrainFinishesInFlightStreamsThenStops) {
   http::response_parser<http::string_body> parser;
   http::read_header(streaming.socket(), streaming.buffer(), parser);
   server_->drain();
-  std::this_thread::sleep_for(50ms);
+  // drain() posts the work to the control thread; draining() turns true once that thread began.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!server_->draining() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
   EXPECT_TRUE(server_->draining());
   const Response ready = waiting.request(http::verb::get, "/ready");
   EXPECT_EQ(ready.result_int(), 503);

@@ -149,17 +149,23 @@ class TinyStoriesEngineTest : public ::testing::Test {
   std::unique_ptr<TinyEngineFactory> factory_;
 };
 
-// The engine publishes its counters after each loop; wait until the pool is whole again.
-inline bool wait_for_full_pool(const Engine& engine) {
+// The engine publishes its counters after each loop: polls them until `holds` is true of them,
+// for up to 10 s. False if it never was.
+template <typename Predicate>
+bool wait_for_stats(const Engine& engine, Predicate holds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < deadline) {
-    const EngineStats stats = engine.stats();
-    if (stats.kv_free_blocks == stats.kv_blocks && stats.running == 0 && stats.waiting == 0) {
-      return true;
-    }
+    if (holds(engine.stats())) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return false;
+}
+
+// Waits until the pool is whole again.
+inline bool wait_for_full_pool(const Engine& engine) {
+  return wait_for_stats(engine, [](const EngineStats& stats) {
+    return stats.kv_free_blocks == stats.kv_blocks && stats.running == 0 && stats.waiting == 0;
+  });
 }
 
 }  // namespace tern::engine::testing

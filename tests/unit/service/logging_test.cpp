@@ -61,5 +61,23 @@ TEST(Logging, JsonLinesStayParseableWhateverTheMessage) {
   EXPECT_EQ(message, "quote \" backslash \\ newline \n tab \t bell \x07 done");
 }
 
+// A message can carry bytes from a client or a model (a path, a token) that are not UTF-8; the
+// line must still be JSON, with each malformed byte shown as U+FFFD.
+TEST(Logging, JsonLinesStayValidUtf8) {
+  LoggingConfig config;
+  config.format = LogFormat::json;
+  ASSERT_TRUE(configure_logging(config, environment_with(std::nullopt, std::nullopt)).ok());
+  ::testing::internal::CaptureStderr();
+  spdlog::info("model \xff\xe2\x82 é");
+  spdlog::default_logger()->flush();
+  const std::string line = ::testing::internal::GetCapturedStderr();
+  simdjson::dom::parser parser;
+  simdjson::dom::element record;
+  ASSERT_EQ(parser.parse(line).get(record), simdjson::SUCCESS) << line;
+  std::string_view message;
+  ASSERT_EQ(record["message"].get(message), simdjson::SUCCESS);
+  EXPECT_EQ(message, "model \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD é");
+}
+
 }  // namespace
 }  // namespace tern::service
