@@ -153,6 +153,9 @@ struct Engine::State {
 
 void Engine::State::run() {
   for (;;) {
+    // Before looking for work: a wake() from here on (a consumer that made room for a paused
+    // sample, a cancel) ends the wait below even if it lands before the wait begins.
+    const std::uint32_t epoch = inbox->queue.epoch();
     drain_commands();
     if (stopping.load(std::memory_order_seq_cst)) {
       const bool cancel_all = stop_mode.load() == StopMode::cancel;
@@ -173,7 +176,7 @@ void Engine::State::run() {
     const bool ran = scheduler.has_work() && step();
     remove_completed();
     publish_counters();
-    if (!ran && !stopping.load()) inbox->queue.wait();
+    if (!ran && !stopping.load()) inbox->queue.wait(epoch);
     if (!ran && stopping.load()) std::this_thread::yield();  // a submit() is finishing its push
   }
 }
@@ -539,9 +542,9 @@ Expected<std::vector<RequestHandle>> Engine::submit_all(std::vector<Request> req
   handles.reserve(requests.size());
   for (Request& request : requests) {
     const std::uint64_t id = s.next_id.fetch_add(1, std::memory_order_relaxed);
-    const std::size_t capacity = std::max(
+    const std::size_t capacity = event_channel_capacity(
         request.channel_capacity > 0 ? request.channel_capacity : s.options.event_channel_capacity,
-        static_cast<std::size_t>(request.n) + 1);
+        request.n);
     auto active = std::make_unique<ActiveRequest>();
     active->request = std::move(request);
     active->channel = std::make_shared<detail::RequestChannel>(id, capacity, s.inbox);

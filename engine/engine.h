@@ -29,9 +29,10 @@ struct EngineOptions {
   AdmissionLimits admission;
   std::size_t submit_queue_capacity = 1024;
   int thread_nice = 0;  // the engine thread's nice value (0: unchanged); see ThreadPool
-  // Events buffered per request (each slot is ~140 bytes, allocated with the request). The
-  // consumer drains it as tokens arrive; when it falls behind, the policy of Request decides.
-  // 64 keeps thousands of open streams cheap (1024 cost ~140 KiB per stream).
+  // Events buffered per request, plus one per sample beyond the first (event_channel_capacity()
+  // in request.h; each slot is ~140 bytes, allocated with the request). The consumer drains it
+  // as tokens arrive; when it falls behind, the policy of Request decides. 64 keeps thousands of
+  // open streams cheap (1024 cost ~140 KiB per stream).
   std::size_t event_channel_capacity = 64;
 };
 

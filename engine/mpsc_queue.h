@@ -75,12 +75,16 @@ class MpscQueue {
     return result;
   }
 
-  // Consumer only. Sleeps until something may have been pushed or wake() was called; it can
-  // return with the queue still empty, so callers loop around their own exit condition.
-  void wait() {
-    const std::uint32_t seen = pushes_.load(std::memory_order_seq_cst);
+  // Consumer only: a mark to pass to wait(), taken before the consumer checks for work, so that a
+  // push or wake() that comes after the check and before the sleep still ends the sleep.
+  std::uint32_t epoch() const { return pushes_.load(std::memory_order_seq_cst); }
+
+  // Consumer only. Sleeps unless something was pushed or wake() was called since `since` was
+  // taken; it can return with the queue still empty, so callers loop around their own exit
+  // condition: take the epoch, check for work, then wait.
+  void wait(std::uint32_t since) {
     if (!empty()) return;
-    pushes_.wait(seen, std::memory_order_seq_cst);
+    pushes_.wait(since, std::memory_order_seq_cst);
   }
 
   // Any thread: ends a wait() without pushing, e.g. to make the consumer notice shutdown.

@@ -1,5 +1,6 @@
 #include "engine/request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -55,6 +56,10 @@ RequestEvent RequestHandle::next() {
 void RequestHandle::cancel() {
   channel_->cancel_requested.store(true, std::memory_order_release);
   channel_->engine->wake();
+}
+
+std::size_t event_channel_capacity(std::size_t per_request, std::int32_t n) {
+  return std::max<std::size_t>(per_request, 2) + static_cast<std::size_t>(std::max(n, 1)) - 1;
 }
 
 namespace {

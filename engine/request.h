@@ -130,6 +130,12 @@ class RequestHandle {
   std::shared_ptr<detail::RequestChannel> channel_;
 };
 
+// The events a request's channel holds: `per_request` (at least 2), plus one for each sample
+// beyond the first. The engine keeps a slot free for every unfinished sample's last event, so
+// without the extra slots an n = 64 request would have a single slot left for its tokens and a
+// consumer that falls behind would get them back one engine wake-up at a time.
+std::size_t event_channel_capacity(std::size_t per_request, std::int32_t n);
+
 // What validation needs to know of the model.
 struct RequestLimits {
   std::int32_t vocab_size = 0;

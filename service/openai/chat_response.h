@@ -15,16 +15,16 @@ std::string encode_chat_completion(const ResponseMeta& meta,
 // chat.completion.chunk events of one streamed response, in OpenAI's order: each choice's first
 // chunk carries delta.role, content deltas follow, its last chunk carries finish_reason; then a
 // usage chunk when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
-class ChatChunkEncoder {
+class ChatChunkEncoder final : public ChunkEncoder {
  public:
   ChatChunkEncoder(ResponseMeta meta, bool include_usage, bool with_logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), with_logprobs_(with_logprobs) {}
 
   void delta(std::string& out, int index, std::string_view text,
-             const std::vector<TokenLogprob>& logprobs);
-  void finish(std::string& out, int index, FinishReason reason);
+             const std::vector<TokenLogprob>& logprobs) override;
+  void finish(std::string& out, int index, FinishReason reason) override;
   // The usage chunk (only when include_usage) and [DONE].
-  void done(std::string& out, const Usage& usage);
+  void done(std::string& out, const Usage& usage) override;
 
  private:
   void begin_chunk(std::string& out, JsonWriter& json);

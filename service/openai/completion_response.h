@@ -16,15 +16,15 @@ std::string encode_text_completion(const ResponseMeta& meta,
 
 // Streamed text_completion chunks: text deltas, a finish_reason chunk per choice, a usage chunk
 // when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
-class CompletionChunkEncoder {
+class CompletionChunkEncoder final : public ChunkEncoder {
  public:
   CompletionChunkEncoder(ResponseMeta meta, bool include_usage, std::optional<int> logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   void delta(std::string& out, int index, std::string_view text,
-             const std::vector<TokenLogprob>& logprobs);
-  void finish(std::string& out, int index, FinishReason reason);
-  void done(std::string& out, const Usage& usage);
+             const std::vector<TokenLogprob>& logprobs) override;
+  void finish(std::string& out, int index, FinishReason reason) override;
+  void done(std::string& out, const Usage& usage) override;
 
  private:
   void chunk(std::string& out, int index, std::string_view text,

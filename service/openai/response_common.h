@@ -35,6 +35,18 @@ void write_usage(JsonWriter& json, const Usage& usage);
 void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_view object,
                       bool include_usage, const Usage& usage);
 
+// Turns one streamed response's events into SSE chunks: chat.completion.chunk or
+// text_completion. Each call appends whole SSE events to `out`.
+class ChunkEncoder {
+ public:
+  virtual ~ChunkEncoder() = default;
+  virtual void delta(std::string& out, int index, std::string_view text,
+                     const std::vector<TokenLogprob>& logprobs) = 0;
+  virtual void finish(std::string& out, int index, FinishReason reason) = 0;
+  // The usage chunk (only when the client asked for it) and [DONE].
+  virtual void done(std::string& out, const Usage& usage) = 0;
+};
+
 // A fresh id such as "chatcmpl-3f9c..." (prefix plus 32 random hex digits).
 std::string make_response_id(std::string_view prefix);
 

@@ -59,11 +59,12 @@ TEST(MpscQueue, WaitReturnsOnPushAndOnWake) {
   std::atomic<int> received = -1;
   std::thread consumer([&] {
     for (;;) {
+      const std::uint32_t epoch = queue.epoch();
       if (auto value = queue.try_pop()) {
         received = *value;
         return;
       }
-      queue.wait();
+      queue.wait(epoch);
     }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -73,12 +74,38 @@ TEST(MpscQueue, WaitReturnsOnPushAndOnWake) {
 
   std::atomic<bool> stop = false;
   std::thread sleeper([&] {
-    while (!stop) queue.wait();
+    for (;;) {
+      const std::uint32_t epoch = queue.epoch();
+      if (stop) return;
+      queue.wait(epoch);
+    }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   stop = true;
   queue.wake();
   sleeper.join();
+}
+
+// A wake() that lands after the consumer looked for work and before it sleeps is not lost: the
+// engine once slept through such a wake from a consumer that had made room for a paused
+// sample, and the stream stalled until something else woke it.
+TEST(MpscQueue, AWakeBetweenTheCheckAndTheSleepIsNotLost) {
+  MpscQueue<int> queue(8);
+  std::atomic<bool> returned = false;
+  const std::uint32_t epoch = queue.epoch();  // the consumer looks for work: none
+  queue.wake();                               // the producer wakes it before it sleeps
+  std::thread consumer([&] {
+    queue.wait(epoch);
+    returned = true;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!returned && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool woke = returned.load();
+  if (!woke) queue.wake();  // let the thread go before failing
+  consumer.join();
+  EXPECT_TRUE(woke) << "wait() slept through a wake() that came before it";
 }
 
 // Every item arrives exactly once, and each producer's items arrive in the order it pushed.
@@ -99,9 +126,10 @@ TEST(MpscQueue, StressFourProducers) {
   std::uint64_t received = 0;
   bool in_order = true;
   while (received < kProducers * static_cast<std::uint64_t>(kItemsEach)) {
+    const std::uint32_t epoch = queue.epoch();
     const auto item = queue.try_pop();
     if (!item) {
-      queue.wait();
+      queue.wait(epoch);
       continue;
     }
     const auto producer = static_cast<std::size_t>(*item >> 32);

@@ -1,0 +1,447 @@
+// The HTTP session: one connection's read loop with its limits and timeouts, error replies, and
+// the dispatch table. Non-streaming handlers return a Reply value, as in Beast's
+// http_server_awaitable example; the generation handlers stream through stream_writer.cpp.
+#include <array>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "service/openai/chat_response.h"
+#include "service/openai/completion_response.h"
+#include "service/openai/models_response.h"
+#include "service/request_headers.h"
+#include "service/server_core.h"
+
+namespace tern::service::detail {
+namespace {
+
+using namespace asio::experimental::awaitable_operators;
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Generation and tokenizer requests move their connection to the streams loop; everything else
+// (health, readiness, metrics, models, errors) is answered on the control loop.
+bool served_on_streams(const Request& request) {
+  const auto route = match_route(request.method_string(), request.target());
+  if (!route) return false;
+  switch (route->endpoint) {
+    case Endpoint::chat_completions:
+    case Endpoint::completions:
+    case Endpoint::tokenize:
+    case Endpoint::detokenize:
+      return true;
+    default:
+      return false;
+  }
+}
+
+http::response<http::string_body> make_response(const ServerCore& core, const Request& request,
+                                                int status, std::string body,
+                                                std::string_view content_type, bool keep_alive) {
+  http::response<http::string_body> response{static_cast<http::status>(status),
+                                             request.version() ? request.version() : 11};
+  response.set(http::field::server, "tern");
+  response.set(http::field::content_type, content_type);
+  response.keep_alive(keep_alive && request.keep_alive() && !core.draining.load());
+  if (const auto id = request[kRequestIdHeader]; !id.empty()) response.set(kRequestIdHeader, id);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  // HEAD: GET's headers, Content-Length included, and no body.
+  if (request.method() == http::verb::head) response.body().clear();
+  return response;
+}
+
+// A request that could not be read: 408 for a timeout with part of it received, 431 for
+// oversized headers, 400 for a malformed one; a silent close when the client left.
+awaitable<void> reply_to_read_error(ServerCore& core, beast::tcp_stream& stream,
+                                    boost::system::error_code ec, bool partial) {
+  openai::ApiError error;
+  if (ec == beast::error::timeout) {
+    if (!partial) co_return;
+    error = openai::request_timeout();
+  } else if (ec == http::error::body_limit) {
+    error = openai::request_too_large(core.config.limits.max_body_bytes);
+  } else if (ec == http::error::header_limit) {
+    error = openai::ApiError{431, "The request headers are too large", "invalid_request_error", "",
+                             "request_header_fields_too_large"};
+  } else if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+             ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+    co_return;
+  } else {
+    error = openai::ApiError{400, fmt::format("Malformed HTTP request: {}", ec.message()),
+                             "invalid_request_error", "", "bad_request"};
+  }
+  Request placeholder;
+  placeholder.version(11);
+  RequestRecord record;
+  co_await send_reply(core, stream, placeholder, record, Reply::error(error, false));
+}
+
+// Runs `work` on the preparation pool and resumes on the connection's strand. The result comes
+// back wrapped in optional because co_spawn needs a default-constructible value.
+template <typename Work>
+awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core, Work work) {
+  using Result = std::optional<std::invoke_result_t<Work&>>;
+  co_return co_await asio::co_spawn(
+      core.pool.get_executor(), [&work]() -> awaitable<Result> { co_return Result(work()); },
+      use_awaitable);
+}
+
+// Who asks, for the per-client share of a model's waiting queue: the API key when keys are set
+// (an address may front many users behind one proxy), else the peer's address.
+std::string client_of(const ServerCore& core, beast::tcp_stream& stream, const Request& request) {
+  if (core.keys.enabled()) return std::string(request[http::field::authorization]);
+  boost::system::error_code ec;
+  const tcp::endpoint peer = stream.socket().remote_endpoint(ec);
+  return ec ? std::string() : peer.address().to_string();
+}
+
+// --- handlers that answer with a value ----------------------------------------------------------
+
+awaitable<Reply> health(ServerCore&, const Request&, const RouteMatch&) {
+  co_return Reply::json(R"({"status":"ok"})");
+}
+
+awaitable<Reply> ready(ServerCore& core, const Request&, const RouteMatch&) {
+  if (core.draining.load()) {
+    co_return Reply::error(openai::service_unavailable("The server is draining"));
+  }
+  if (!core.models.ready()) {
+    co_return Reply::error(openai::service_unavailable("Models are still loading", 5));
+  }
+  co_return Reply::json(R"({"status":"ready"})");
+}
+
+awaitable<Reply> metrics_text(ServerCore& core, const Request&, const RouteMatch&) {
+  core.metrics.update_model_stats(core.models.stats(), core.models.unavailable());
+  Reply reply = Reply::json(core.metrics.render());
+  reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  co_return reply;
+}
+
+awaitable<Reply> model_list(ServerCore& core, const Request&, const RouteMatch&) {
+  co_return Reply::json(openai::encode_model_list(core.models.models(), core.models.unavailable()));
+}
+
+awaitable<Reply> model_card(ServerCore& core, const Request&, const RouteMatch& route) {
+  for (const ModelCard& card : core.models.models()) {
+    if (card.id == route.path_parameter) co_return Reply::json(openai::encode_model(card));
+  }
+  co_return Reply::error(openai::model_not_found(route.path_parameter));
+}
+
+awaitable<Reply> tokenize(ServerCore& core, const Request& request, const RouteMatch&) {
+  auto parsed = openai::parse_tokenize_request(request.body());
+  if (!parsed) co_return Reply::error(parsed.error());
+  auto result = co_await on_pool(core, [&] { return core.models.tokenize(*parsed); });
+  if (!*result) co_return Reply::error(result->error());
+  co_return Reply::json(openai::encode_tokenize(result->value(), parsed->return_token_strs));
+}
+
+awaitable<Reply> detokenize(ServerCore& core, const Request& request, const RouteMatch&) {
+  auto parsed = openai::parse_detokenize_request(request.body());
+  if (!parsed) co_return Reply::error(parsed.error());
+  auto result = co_await on_pool(core, [&] { return core.models.detokenize(*parsed); });
+  if (!*result) co_return Reply::error(result->error());
+  co_return Reply::json(openai::encode_detokenize(result->value()));
+}
+
+// --- generation: one piece of code over the request type ----------------------------------------
+
+struct ChatEndpoint {
+  using Parsed = openai::ChatCompletionRequest;
+  static constexpr std::string_view kIdPrefix = "chatcmpl";
+  static auto parse(std::string_view body) { return openai::parse_chat_completion_request(body); }
+  static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
+    return models.start_chat(parsed, model_id);
+  }
+  static openai::ChatChunkEncoder chunk_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+    return openai::ChatChunkEncoder(std::move(meta), parsed.include_usage, parsed.logprobs);
+  }
+  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+    return [meta = std::move(meta), logprobs = parsed.logprobs](
+               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+      return openai::encode_chat_completion(meta, choices, usage, logprobs);
+    };
+  }
+};
+
+struct CompletionEndpoint {
+  using Parsed = openai::CompletionRequest;
+  static constexpr std::string_view kIdPrefix = "cmpl";
+  static auto parse(std::string_view body) { return openai::parse_completion_request(body); }
+  static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
+    return models.start_completion(parsed, model_id);
+  }
+  static openai::CompletionChunkEncoder chunk_encoder(openai::ResponseMeta meta,
+                                                      const Parsed& parsed) {
+    return openai::CompletionChunkEncoder(std::move(meta), parsed.include_usage, parsed.logprobs);
+  }
+  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+    return [meta = std::move(meta), logprobs = parsed.logprobs](
+               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+      return openai::encode_text_completion(meta, choices, usage, logprobs);
+    };
+  }
+};
+
+template <typename Kind>
+awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                         const Request& request, RequestRecord& record) {
+  auto parsed = Kind::parse(request.body());
+  if (!parsed)
+    co_return co_await send_reply(core, stream, request, record, Reply::error(parsed.error()));
+  parsed->client = client_of(core, stream, request);
+  std::string model_id;
+  auto started =
+      co_await on_pool(core, [&] { return Kind::start(core.models, *parsed, model_id); });
+  if (!*started) {
+    co_return co_await send_reply(core, stream, request, record, Reply::error(started->error()));
+  }
+  record.model = model_id;
+  openai::ResponseMeta meta{openai::make_response_id(Kind::kIdPrefix), unix_now(), model_id};
+  std::unique_ptr<GenerationStream> generation = std::move(started->value());
+  if (parsed->stream) {
+    auto encoder = Kind::chunk_encoder(std::move(meta), *parsed);
+    co_return co_await stream_events(core, stream, buffer, request, record, *generation, encoder);
+  }
+  std::optional<Reply> reply = co_await collect_events(
+      core, stream, buffer, record, *generation, Kind::body_encoder(std::move(meta), *parsed));
+  if (!reply) co_return false;
+  co_return co_await send_reply(core, stream, request, record, std::move(*reply));
+}
+
+// --- the dispatch table -------------------------------------------------------------------------
+
+using ReplyHandler = awaitable<Reply> (*)(ServerCore&, const Request&, const RouteMatch&);
+using StreamHandler = awaitable<bool> (*)(ServerCore&, beast::tcp_stream&, beast::flat_buffer&,
+                                          const Request&, RequestRecord&);
+
+// Each endpoint has exactly one of the two.
+struct Handler {
+  Endpoint endpoint;
+  ReplyHandler reply;
+  StreamHandler stream;
+};
+
+constexpr std::array<Handler, 9> kHandlers{{
+    {Endpoint::health, &health, nullptr},
+    {Endpoint::ready, &ready, nullptr},
+    {Endpoint::metrics, &metrics_text, nullptr},
+    {Endpoint::models, &model_list, nullptr},
+    {Endpoint::model, &model_card, nullptr},
+    {Endpoint::tokenize, &tokenize, nullptr},
+    {Endpoint::detokenize, &detokenize, nullptr},
+    {Endpoint::chat_completions, nullptr, &generate<ChatEndpoint>},
+    {Endpoint::completions, nullptr, &generate<CompletionEndpoint>},
+}};
+
+const Handler* handler_for(Endpoint endpoint) {
+  for (const Handler& handler : kHandlers) {
+    if (handler.endpoint == endpoint) return &handler;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Reply Reply::error(const openai::ApiError& error, bool keep_alive) {
+  return Reply{error.status, openai::encode_error(error), "application/json", error.retry_after_s,
+               keep_alive};
+}
+
+awaitable<bool> send_reply(ServerCore& core, beast::tcp_stream& stream, const Request& request,
+                           RequestRecord& record, Reply reply) {
+  record.status = reply.status;
+  auto response = make_response(core, request, reply.status, std::move(reply.body),
+                                reply.content_type, reply.keep_alive);
+  if (reply.retry_after_s > 0) {
+    response.set(http::field::retry_after, std::to_string(reply.retry_after_s));
+  }
+  const bool keep_alive = response.keep_alive();
+  stream.expires_after(seconds(core.config.timeouts.slow_client_s));
+  auto [ec, bytes] = co_await http::async_write(stream, response, kUseTuple);
+  stream.expires_never();
+  co_return !ec && keep_alive;
+}
+
+awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                       const Request& request, RequestRecord& record) {
+  auto route = match_route(request.method_string(), request.target());
+  if (!route)
+    co_return co_await send_reply(core, stream, request, record, Reply::error(route.error()));
+  record.endpoint = route->endpoint;
+  record.routed = true;
+  if (core.keys.enabled() && (!route->operational || core.config.protect_operational_endpoints)) {
+    const ApiKeys::Verdict verdict = core.keys.check(request[http::field::authorization]);
+    if (verdict != ApiKeys::Verdict::allowed) {
+      // A named local: GCC mishandles a ?: temporary that lives across a co_await.
+      const openai::ApiError error = verdict == ApiKeys::Verdict::missing
+                                         ? openai::missing_api_key()
+                                         : openai::invalid_api_key();
+      co_return co_await send_reply(core, stream, request, record, Reply::error(error));
+    }
+  }
+  // Only JSON bodies: this also shuts the browser's cross-site form post out.
+  if (request.method() == http::verb::post && !request.body().empty() &&
+      !is_json_content_type(request[http::field::content_type])) {
+    const openai::ApiError error =
+        openai::unsupported_media_type(request[http::field::content_type]);
+    co_return co_await send_reply(core, stream, request, record, Reply::error(error));
+  }
+  const Handler* handler = handler_for(route->endpoint);
+  if (handler == nullptr) co_return false;
+  if (handler->stream != nullptr) {
+    co_return co_await handler->stream(core, stream, buffer, request, record);
+  }
+  Reply reply = co_await handler->reply(core, request, *route);
+  co_return co_await send_reply(core, stream, request, record, std::move(reply));
+}
+
+awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
+                            std::unique_ptr<Request> pending,
+                            std::unique_ptr<ConnectionCount> count) {
+  const ServerConfig& config = core.config;
+  const bool on_control = pending == nullptr;
+  if (on_control) {
+    // Tokens go out as small writes; with Nagle's algorithm each waited for the client's
+    // delayed ACK, about 40 ms on Linux, before the first token of every stream.
+    boost::system::error_code no_delay_error;  // a socket that refuses still works
+    socket.set_option(tcp::no_delay(true), no_delay_error);
+  }
+  const std::string client = peer_address(socket);
+  beast::tcp_stream stream(std::move(socket));
+  bool first = true;
+  for (;;) {
+    if (pending) {
+      Request request = std::move(*pending);
+      pending.reset();
+      first = false;
+      RequestRecord record;
+      const bool keep_alive = co_await answer(core, stream, buffer, request, record);
+      core.active_requests.fetch_sub(1);
+      log_request(core, request, record, client);
+      if (!keep_alive || core.draining.load()) break;
+      continue;
+    }
+    // Idle keep-alive: wait for the next request's first byte.
+    if (!first && buffer.size() == 0) {
+      stream.expires_after(seconds(config.timeouts.idle_s));
+      auto [ec, bytes] = co_await stream.async_read_some(buffer.prepare(4096), kUseTuple);
+      if (ec) break;
+      buffer.commit(bytes);
+    }
+    first = false;
+
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(config.limits.max_header_bytes, UINT32_MAX)));
+    parser.body_limit(config.limits.max_body_bytes);
+
+    // Header and body deadlines race a timer rather than using the stream's expiry, which
+    // would close the socket before a 408 could be sent.
+    asio::steady_timer deadline(stream.get_executor());
+    deadline.expires_after(seconds(config.timeouts.header_s));
+    auto header = co_await (http::async_read_header(stream, buffer, parser, kUseTuple) ||
+                            deadline.async_wait(kUseTuple));
+    if (header.index() == 1) {
+      co_await reply_to_read_error(core, stream, beast::error::timeout, buffer.size() > 0);
+      break;
+    }
+    if (const auto [header_ec, header_bytes] = std::get<0>(header); header_ec) {
+      co_await reply_to_read_error(core, stream, header_ec, buffer.size() > 0 || header_bytes > 0);
+      break;
+    }
+    RequestRecord record;
+    const auto content_length = parser.content_length();
+    if (content_length && *content_length > config.limits.max_body_bytes) {
+      co_await send_reply(
+          core, stream, parser.get(), record,
+          Reply::error(openai::request_too_large(config.limits.max_body_bytes), false));
+      break;
+    }
+    if (!parser.is_done()) {
+      if (const auto expect = parser.get()[http::field::expect];
+          beast::iequals(expect, "100-continue")) {
+        http::response<http::empty_body> proceed{http::status::continue_, 11};
+        stream.expires_after(seconds(config.timeouts.body_s));
+        auto [write_ec, ignored] = co_await http::async_write(stream, proceed, kUseTuple);
+        if (write_ec) break;
+      }
+      deadline.expires_after(seconds(config.timeouts.body_s));
+      auto body = co_await (http::async_read(stream, buffer, parser, kUseTuple) ||
+                            deadline.async_wait(kUseTuple));
+      const boost::system::error_code body_ec =
+          body.index() == 1 ? beast::error::timeout : std::get<0>(std::get<0>(body));
+      if (body_ec) {
+        if (body_ec == http::error::body_limit) {
+          co_await send_reply(
+              core, stream, parser.get(), record,
+              Reply::error(openai::request_too_large(config.limits.max_body_bytes), false));
+        } else {
+          co_await reply_to_read_error(core, stream, body_ec, true);
+        }
+        break;
+      }
+    }
+    stream.expires_never();
+
+    Request request = parser.release();
+    assign_request_id(request);
+    core.active_requests.fetch_add(1);
+    if (on_control && served_on_streams(request)) {
+      if (hand_over(core, stream, buffer, request, count)) co_return;
+    }
+    const bool keep_alive = co_await answer(core, stream, buffer, request, record);
+    core.active_requests.fetch_sub(1);
+    log_request(core, request, record, client);
+    if (!keep_alive || core.draining.load()) break;
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+void assign_request_id(Request& request) {
+  if (!usable_request_id(request[kRequestIdHeader])) {
+    request.set(kRequestIdHeader, new_request_id());
+  }
+}
+
+std::string peer_address(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return "-";
+  if (peer.address().is_v6()) {
+    return fmt::format("[{}]:{}", peer.address().to_string(), peer.port());
+  }
+  return fmt::format("{}:{}", peer.address().to_string(), peer.port());
+}
+
+void log_request(ServerCore& core, const Request& request, const RequestRecord& record,
+                 std::string_view client) {
+  const std::string_view endpoint = record.routed ? endpoint_label(record.endpoint) : "other";
+  core.metrics.count_request(record.model, endpoint, record.status);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - record.start).count();
+  const bool operational =
+      record.routed && (record.endpoint == Endpoint::health || record.endpoint == Endpoint::ready ||
+                        record.endpoint == Endpoint::metrics);
+  const auto level =
+      operational && record.status < 400 ? spdlog::level::debug : spdlog::level::info;
+  spdlog::log(level,
+              "{} {} {} {} request_id={} model={} prompt_tokens={} completion_tokens={} "
+              "{:.1f}ms{}{}",
+              client, std::string_view(request.method_string()), std::string_view(request.target()),
+              record.status, std::string_view(request[kRequestIdHeader]),
+              record.model.empty() ? "-" : record.model, record.usage.prompt_tokens,
+              record.usage.completion_tokens, ms,
+              record.reason.empty() ? "" : " reason=", record.reason);
+}
+
+}  // namespace tern::service::detail
