@@ -27,6 +27,7 @@
 #include <simdjson.h>
 
 #include "tests/support/http_client.h"
+#include "tests/support/serve_config_fixture.h"
 #include "tests/support/serve_process.h"
 #include "tests/support/shared_data.h"
 
@@ -37,50 +38,16 @@ using namespace std::chrono_literals;
 using Response = HttpClient::Response;
 using Verb = HttpClient::Verb;
 
-constexpr const char* kModelDir = "models/tinystories-656k";
-
-// `tern serve --config` with one TinyStories model named "ts" on a free loopback port; `model`
-// holds extra YAML keys for the model entry.
-class ServeBehaviourTest : public ::testing::Test {
+// `tern serve --config` with one TinyStories model named "ts" on a free loopback port.
+class ServeBehaviourTest : public ServeConfigFixture {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(shared_path(kModelDir))) {
-      GTEST_SKIP() << "needs " << shared_path(kModelDir).string()
-                   << " (../shared is absent or incomplete)";
-    }
-  }
-  void TearDown() override {
-    serve_.reset();
-    if (!config_path_.empty()) std::filesystem::remove(config_path_);
-  }
-
   // Starts the server and waits until /ready is 200; returns its port (0 on failure).
-  // `server_keys` holds extra YAML lines for the server section.
+  // `model_keys` and `server_keys` hold extra YAML lines for the model entry and the server.
   int start(const std::string& model_keys = {},
             std::optional<rlim_t> open_file_limit = std::nullopt,
             const std::string& server_keys = {}) {
-    config_path_ = std::filesystem::temp_directory_path() /
-                   fmt::format("tern-behaviour-{}-{}.yaml", ::getpid(), ++configs_);
-    std::ofstream(config_path_) << fmt::format(
-        "server:\n  host: 127.0.0.1\n  port: 0\n{}"
-        "models:\n  - name: ts\n    path: {}\n    kv_cache_bytes: 64MiB\n    required: true\n{}",
-        server_keys, shared_path(kModelDir).string(), model_keys);
-    serve_.emplace(TERN_BINARY, std::vector<std::string>{"--config", config_path_.string()},
-                   open_file_limit);
-    if (!serve_->started()) return 0;
-    const int port = serve_->wait_for_port();
-    if (port == 0) return 0;
-    HttpClient probe(port);
-    for (int i = 0; i < 1000; ++i) {
-      if (probe.get("/ready").result_int() == 200) return port;
-      std::this_thread::sleep_for(10ms);
-    }
-    return 0;
+    return launch(model_keys, server_keys, true, open_file_limit);
   }
-
-  std::optional<ServeProcess> serve_;
-  std::filesystem::path config_path_;
-  static inline int configs_ = 0;
 };
 
 // What a streamed completion delivered: the raw bytes, the joined text, the finish reasons and
