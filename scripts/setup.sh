@@ -9,7 +9,7 @@ packages=(
   # toolchain
   g++ cmake ninja-build ccache make git pkg-config
   # libraries (DESIGN.md §1)
-  libboost1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libpcre2-dev
+  libboost1.81-dev libboost-context1.81-dev libsimdjson-dev libspdlog-dev libfmt-dev libyaml-cpp-dev libpcre2-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3 python3-numpy
   prometheus  # promtool, for the /metrics format test

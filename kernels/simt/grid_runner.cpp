@@ -1,0 +1,516 @@
+// The emulator's scheduler: a block's threads are fibers on the calling OS thread. Each runs until
+// it reaches __syncthreads, a warp intrinsic or its end; when none can run, waiting warp
+// intrinsics are resolved, then the block barrier is checked and released.
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/simt/fiber_stacks.h"
+#include "kernels/simt/launch.h"
+#include "kernels/simt/runtime.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TERN_SIMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TERN_SIMT_ASAN 1
+#endif
+#endif
+#if defined(TERN_SIMT_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace tern::simt {
+namespace {
+
+using detail::Site;
+using detail::WarpOp;
+
+enum class ThreadState { runnable, at_barrier, at_warp, done };
+
+struct WarpRequest {
+  WarpOp op = WarpOp::sync;
+  unsigned mask = 0;
+  std::uint64_t value = 0;
+  int arg = 0;
+  int width = 32;
+  std::uint64_t result = 0;
+};
+
+struct EmulatedThread {
+  Dim3 index;
+  ThreadState state = ThreadState::runnable;
+  Site site;  // of the barrier or warp intrinsic it waits at
+  WarpRequest warp;
+  boost::context::fiber fiber;   // this thread, while suspended
+  boost::context::fiber caller;  // the scheduler, while this thread runs
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+  void* fake_stack = nullptr;  // ASan's, while this thread is switched out
+};
+
+struct StaticAllocation {
+  Site site;
+  std::size_t offset;
+};
+
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::sync:
+      return "__syncwarp";
+    case WarpOp::shfl:
+      return "__shfl_sync";
+    case WarpOp::shfl_up:
+      return "__shfl_up_sync";
+    case WarpOp::shfl_down:
+      return "__shfl_down_sync";
+    case WarpOp::shfl_xor:
+      return "__shfl_xor_sync";
+    case WarpOp::ballot:
+      return "__ballot_sync";
+    case WarpOp::any:
+      return "__any_sync";
+    case WarpOp::all:
+      return "__all_sync";
+  }
+  return "warp intrinsic";
+}
+
+std::string where(const Site& site) {
+  return std::string(site.file) + ":" + std::to_string(site.line);
+}
+
+std::string text(const Dim3& d) {
+  return "(" + std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z) + ")";
+}
+
+std::string hex(unsigned mask) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "0x%08x", mask);
+  return buffer;
+}
+
+bool same_site(const Site& a, const Site& b) {
+  return a.line == b.line && a.column == b.column && std::strcmp(a.file, b.file) == 0;
+}
+
+class GridRunner;
+thread_local GridRunner* t_runner = nullptr;
+thread_local EmulatedThread* t_thread = nullptr;
+thread_local Schedule t_schedule = Schedule::forward;
+thread_local std::uint64_t t_seed = 0;
+
+class GridRunner {
+ public:
+  GridRunner(const char* kernel, const LaunchConfig& config, const std::function<void()>& body,
+             FiberStacks& stacks)
+      : kernel_(kernel),
+        config_(config),
+        body_(body),
+        stacks_(stacks),
+        arena_(config.shared_limit_bytes, std::byte{0xFF}) {}
+
+  LaunchStatus run() {
+    for (unsigned z = 0; z < config_.grid.z && status_.ok(); ++z)
+      for (unsigned y = 0; y < config_.grid.y && status_.ok(); ++y)
+        for (unsigned x = 0; x < config_.grid.x && status_.ok(); ++x) run_block(Dim3(x, y, z));
+    return status_;
+  }
+
+  // --- called from kernel code, on a fiber ---
+  const Dim3& thread_idx() const { return t_thread->index; }
+  const Dim3& block_idx() const { return block_idx_; }
+  const Dim3& block_dim() const { return config_.block; }
+  const Dim3& grid_dim() const { return config_.grid; }
+
+  void sync_threads(Site site) {
+    t_thread->state = ThreadState::at_barrier;
+    t_thread->site = site;
+    suspend();
+  }
+
+  std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width,
+                        Site site) {
+    if (width < 1 || width > 32 || !std::has_single_bit(static_cast<unsigned>(width))) {
+      fail(LaunchErrorKind::invalid_argument, *t_thread, site,
+           std::string(op_name(op)) + " with width " + std::to_string(width) +
+               ", which is not a power of two from 1 to 32");
+    }
+    EmulatedThread& self = *t_thread;
+    self.state = ThreadState::at_warp;
+    self.site = site;
+    self.warp = WarpRequest{op, mask, value, arg, width, 0};
+    suspend();
+    return t_thread->warp.result;
+  }
+
+  unsigned active_mask() const {
+    const std::size_t self = static_cast<std::size_t>(t_thread - threads_.data());
+    const std::size_t base = self / 32 * 32;
+    unsigned mask = 0;
+    for (std::size_t lane = 0; lane < 32 && base + lane < threads_.size(); ++lane)
+      if (threads_[base + lane].state != ThreadState::done) mask |= 1u << lane;
+    return mask;
+  }
+
+  std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site) {
+    for (const StaticAllocation& allocation : statics_)
+      if (same_site(allocation.site, site)) return arena_.data() + allocation.offset;
+    alignment = std::max<std::size_t>(alignment, 16);
+    const std::size_t offset = (shared_end_ + alignment - 1) / alignment * alignment;
+    if (offset + bytes > arena_.size()) {
+      fail(LaunchErrorKind::shared_limit, *t_thread, site,
+           "__shared__ of " + std::to_string(bytes) + " bytes takes the block to " +
+               std::to_string(offset + bytes) + " bytes of shared memory, over the limit of " +
+               std::to_string(arena_.size()));
+      return arena_.data();
+    }
+    statics_.push_back({site, offset});
+    shared_end_ = offset + bytes;
+    high_water_ = std::max(high_water_, shared_end_);
+    return arena_.data() + offset;
+  }
+
+  std::byte* shared_dynamic() { return arena_.data(); }
+
+ private:
+  void run_block(Dim3 block_idx) {
+    block_idx_ = block_idx;
+    // Fresh shared memory: the poison pattern over whatever the previous block used.
+    std::memset(arena_.data(), 0xFF, high_water_);
+    statics_.clear();
+    shared_end_ = config_.dynamic_shared_bytes;
+    high_water_ = std::max(high_water_, shared_end_);
+
+    const Dim3& dim = config_.block;
+    const std::size_t count = static_cast<std::size_t>(dim.count());
+    threads_.clear();
+    threads_.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      EmulatedThread& thread = threads_[i];
+      const unsigned linear = static_cast<unsigned>(i);
+      thread.index = Dim3(linear % dim.x, linear / dim.x % dim.y, linear / (dim.x * dim.y));
+      const boost::context::stack_context stack = stacks_.stack(i);
+      thread.stack_bottom = static_cast<const char*>(stack.sp) - stack.size;
+      thread.stack_size = stack.size;
+      thread.fiber = boost::context::fiber(std::allocator_arg, FiberStackSlot{&stacks_, i},
+                                           [this, &thread](boost::context::fiber&& caller) {
+                                             thread.caller = std::move(caller);
+                                             entered_fiber(thread);
+                                             body_();
+                                             thread.state = ThreadState::done;
+                                             leaving_fiber_for_good();
+                                             return std::move(thread.caller);
+                                           });
+    }
+    order_.resize(count);
+    for (std::size_t i = 0; i < count; ++i) order_[i] = i;
+    if (config_.schedule == Schedule::reverse) std::reverse(order_.begin(), order_.end());
+    const std::uint64_t block_linear =
+        block_idx.x + static_cast<std::uint64_t>(config_.grid.x) *
+                          (block_idx.y + static_cast<std::uint64_t>(config_.grid.y) * block_idx.z);
+    std::mt19937_64 random(config_.seed ^ (block_linear * 0x9E3779B97F4A7C15ull));
+
+    while (status_.ok()) {
+      if (config_.schedule == Schedule::random) std::shuffle(order_.begin(), order_.end(), random);
+      for (std::size_t i : order_) {
+        if (threads_[i].state != ThreadState::runnable) continue;
+        resume(threads_[i]);
+        if (!status_.ok()) break;
+      }
+      if (!status_.ok()) break;
+      if (std::all_of(threads_.begin(), threads_.end(),
+                      [](const EmulatedThread& t) { return t.state == ThreadState::done; }))
+        break;
+      if (resolve_warps() || !status_.ok()) continue;
+      release_barrier();
+    }
+    // On a failure, destroying the suspended fibers unwinds their stacks.
+    threads_.clear();
+  }
+
+  // Every lane named in a waiting lane's mask must wait at the same kind of intrinsic with the
+  // same mask; lanes past the end of a partial warp do not exist and are left out.
+  bool resolve_warps() {
+    bool released = false;
+    const std::size_t count = threads_.size();
+    for (std::size_t base = 0; base < count; base += 32) {
+      const std::size_t lanes = std::min<std::size_t>(32, count - base);
+      const unsigned existing = lanes == 32 ? ~0u : (1u << lanes) - 1;
+      for (std::size_t lane = 0; lane < lanes; ++lane) {
+        EmulatedThread& thread = threads_[base + lane];
+        if (thread.state != ThreadState::at_warp) continue;
+        const WarpRequest& request = thread.warp;
+        const std::string call =
+            std::string(op_name(request.op)) + " with mask " + hex(request.mask);
+        if ((request.mask & (1u << lane)) == 0) {
+          fail(LaunchErrorKind::warp_mask, thread, thread.site,
+               call + " that does not name the calling lane " + std::to_string(lane));
+          return false;
+        }
+        const unsigned members = request.mask & existing;
+        for (unsigned m = 0; m < lanes; ++m) {
+          if ((members & (1u << m)) == 0) continue;
+          const EmulatedThread& other = threads_[base + m];
+          std::string problem;
+          if (other.state == ThreadState::done) {
+            problem = "returned without arriving";
+          } else if (other.state == ThreadState::at_barrier) {
+            problem = "waits at __syncthreads at " + where(other.site) + " instead";
+          } else if (other.warp.op != request.op || other.warp.mask != request.mask) {
+            problem = "is at " + std::string(op_name(other.warp.op)) + " with mask " +
+                      hex(other.warp.mask) + " at " + where(other.site) + " instead";
+          }
+          if (!problem.empty()) {
+            fail(LaunchErrorKind::warp_mask, thread, thread.site,
+                 call + ": lane " + std::to_string(m) + " named in the mask " + problem);
+            return false;
+          }
+        }
+        complete_warp_op(base, members);
+        released = true;
+      }
+    }
+    return released;
+  }
+
+  void complete_warp_op(std::size_t base, unsigned members) {
+    unsigned votes = 0;
+    for (unsigned m = 0; m < 32; ++m)
+      if ((members & (1u << m)) != 0 && threads_[base + m].warp.value != 0) votes |= 1u << m;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      if ((members & (1u << lane)) == 0) continue;
+      EmulatedThread& thread = threads_[base + lane];
+      WarpRequest& request = thread.warp;
+      const unsigned width = static_cast<unsigned>(request.width);
+      const unsigned segment = lane / width * width;
+      const unsigned arg = static_cast<unsigned>(request.arg);
+      unsigned source = lane;
+      switch (request.op) {
+        case WarpOp::sync:
+          request.result = 0;
+          break;
+        case WarpOp::ballot:
+          request.result = votes;
+          break;
+        case WarpOp::any:
+          request.result = votes != 0;
+          break;
+        case WarpOp::all:
+          request.result = votes == members;
+          break;
+        case WarpOp::shfl:
+          source = segment + (arg & (width - 1));
+          break;
+        case WarpOp::shfl_up:
+          source = lane - segment >= arg ? lane - arg : lane;
+          break;
+        case WarpOp::shfl_down:
+          source = lane - segment + arg < width ? lane + arg : lane;
+          break;
+        case WarpOp::shfl_xor:
+          source = lane ^ arg;
+          if (source >= segment + width) source = lane;
+          break;
+      }
+      if (request.op == WarpOp::shfl || request.op == WarpOp::shfl_up ||
+          request.op == WarpOp::shfl_down || request.op == WarpOp::shfl_xor) {
+        // A lane outside the mask has no defined value to give: hand over the poison pattern.
+        const bool defined = source < 32 && (members & (1u << source)) != 0;
+        request.result = defined ? threads_[base + source].warp.value : ~std::uint64_t{0};
+      }
+    }
+    for (unsigned lane = 0; lane < 32; ++lane)
+      if ((members & (1u << lane)) != 0) threads_[base + lane].state = ThreadState::runnable;
+  }
+
+  void release_barrier() {
+    const EmulatedThread* first = nullptr;
+    for (const EmulatedThread& t : threads_)
+      if (t.state == ThreadState::at_barrier) {
+        first = &t;
+        break;
+      }
+    if (first == nullptr) return;  // unreachable: someone is blocked
+    std::size_t waiting = 0;
+    for (const EmulatedThread& t : threads_) waiting += t.state == ThreadState::at_barrier;
+    for (EmulatedThread& t : threads_) {
+      if (t.state == ThreadState::done) {
+        fail(LaunchErrorKind::barrier_not_reached, *first, first->site,
+             "__syncthreads is not reached by every thread: thread " + text(t.index) +
+                 " returned while " + std::to_string(waiting) + " threads wait here");
+        return;
+      }
+      if (!same_site(t.site, first->site)) {
+        fail(LaunchErrorKind::divergent_barrier, *first, first->site,
+             "divergent __syncthreads: thread " + text(first->index) + " waits here, thread " +
+                 text(t.index) + " at " + where(t.site));
+        return;
+      }
+    }
+    for (EmulatedThread& t : threads_) t.state = ThreadState::runnable;
+  }
+
+  void fail(LaunchErrorKind kind, const EmulatedThread& thread, const Site& site,
+            const std::string& what) {
+    if (!status_.ok()) return;
+    status_.kind = kind;
+    status_.message = "kernel '" + std::string(kernel_) + "' at " + where(site) + ", block " +
+                      text(block_idx_) + " thread " + text(thread.index) + ": " + what;
+    // Called on a fiber: give control back to the scheduler, which never resumes this thread.
+    if (t_thread != nullptr) suspend();
+  }
+
+  void resume(EmulatedThread& thread) {
+    t_thread = &thread;
+#if defined(TERN_SIMT_ASAN)
+    void* fake_stack = nullptr;
+    __sanitizer_start_switch_fiber(&fake_stack, thread.stack_bottom, thread.stack_size);
+#endif
+    thread.fiber = std::move(thread.fiber).resume();
+#if defined(TERN_SIMT_ASAN)
+    __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+    t_thread = nullptr;
+  }
+
+  void suspend() {
+    EmulatedThread& thread = *t_thread;
+#if defined(TERN_SIMT_ASAN)
+    __sanitizer_start_switch_fiber(&thread.fake_stack, caller_stack_bottom_, caller_stack_size_);
+#endif
+    thread.caller = std::move(thread.caller).resume();
+    entered_fiber(thread);
+  }
+
+  void entered_fiber([[maybe_unused]] EmulatedThread& thread) {
+#if defined(TERN_SIMT_ASAN)
+    __sanitizer_finish_switch_fiber(thread.fake_stack, &caller_stack_bottom_, &caller_stack_size_);
+#endif
+  }
+
+  void leaving_fiber_for_good() {
+#if defined(TERN_SIMT_ASAN)
+    __sanitizer_start_switch_fiber(nullptr, caller_stack_bottom_, caller_stack_size_);
+#endif
+  }
+
+  const char* kernel_;
+  const LaunchConfig& config_;
+  const std::function<void()>& body_;
+  FiberStacks& stacks_;
+  std::vector<std::byte> arena_;
+  std::vector<StaticAllocation> statics_;
+  std::size_t shared_end_ = 0;
+  std::size_t high_water_ = 0;
+  Dim3 block_idx_;
+  std::vector<EmulatedThread> threads_;
+  std::vector<std::size_t> order_;
+  LaunchStatus status_;
+  const void* caller_stack_bottom_ = nullptr;
+  std::size_t caller_stack_size_ = 0;
+};
+
+LaunchStatus invalid(const char* kernel, const std::string& what) {
+  return {LaunchErrorKind::invalid_config, "kernel '" + std::string(kernel) + "': " + what};
+}
+
+GridRunner& runner() {
+  return *t_runner;
+}
+
+}  // namespace
+
+LaunchStatus run_grid(const char* kernel_name, const LaunchConfig& config,
+                      const std::function<void()>& body) {
+  const Dim3& b = config.block;
+  const Dim3& g = config.grid;
+  if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024)
+    return invalid(kernel_name, "block " + text(b) + " is not 1 to 1024 threads (z up to 64)");
+  if (g.x == 0 || g.y == 0 || g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
+    return invalid(kernel_name, "grid " + text(g) + " is out of CUDA's range");
+  if (config.sm != 80 && config.sm != 90)
+    return invalid(kernel_name, "sm_" + std::to_string(config.sm) + " is not emulated (80, 90)");
+  const std::size_t maximum = config.sm == 80 ? kMaxSharedSm80 : kMaxSharedSm90;
+  if (config.shared_limit_bytes > maximum)
+    return invalid(kernel_name, "shared memory limit " + std::to_string(config.shared_limit_bytes) +
+                                    " is over sm_" + std::to_string(config.sm) + "'s maximum of " +
+                                    std::to_string(maximum));
+  if (config.dynamic_shared_bytes > config.shared_limit_bytes)
+    return invalid(kernel_name,
+                   "dynamic shared memory of " + std::to_string(config.dynamic_shared_bytes) +
+                       " bytes is over the limit of " + std::to_string(config.shared_limit_bytes));
+  if (t_runner != nullptr) return invalid(kernel_name, "launched from inside a kernel");
+  FiberStacks stacks(static_cast<std::size_t>(b.count()), config.stack_bytes);
+  if (!stacks.valid()) return invalid(kernel_name, "could not map the fiber stacks");
+  GridRunner grid(kernel_name, config, body, stacks);
+  t_runner = &grid;
+  LaunchStatus status = grid.run();
+  t_runner = nullptr;
+  return status;
+}
+
+ScopedSchedule::ScopedSchedule(Schedule schedule, std::uint64_t seed)
+    : previous_schedule_(t_schedule), previous_seed_(t_seed) {
+  t_schedule = schedule;
+  t_seed = seed;
+}
+
+ScopedSchedule::~ScopedSchedule() {
+  t_schedule = previous_schedule_;
+  t_seed = previous_seed_;
+}
+
+LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes) {
+  LaunchConfig config;
+  config.grid = grid;
+  config.block = block;
+  config.dynamic_shared_bytes = dynamic_shared_bytes;
+  config.schedule = t_schedule;
+  config.seed = t_seed;
+  return config;
+}
+
+LaunchStatus& last_launch_status() {
+  thread_local LaunchStatus status;
+  return status;
+}
+
+namespace detail {
+
+const Dim3& thread_idx() {
+  return runner().thread_idx();
+}
+const Dim3& block_idx() {
+  return runner().block_idx();
+}
+const Dim3& block_dim() {
+  return runner().block_dim();
+}
+const Dim3& grid_dim() {
+  return runner().grid_dim();
+}
+void sync_threads(Site site) {
+  runner().sync_threads(site);
+}
+std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width,
+                      Site site) {
+  return runner().warp_op(op, mask, value, arg, width, site);
+}
+unsigned active_mask() {
+  return runner().active_mask();
+}
+std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site) {
+  return runner().shared_static(bytes, alignment, site);
+}
+std::byte* shared_dynamic() {
+  return runner().shared_dynamic();
+}
+
+}  // namespace detail
+}  // namespace tern::simt

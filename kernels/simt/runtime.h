@@ -1,0 +1,43 @@
+#pragma once
+
+// The emulator's hooks that the CUDA built-ins in builtins.h call. Only valid inside a kernel
+// running under run_grid.
+
+#include <cstddef>
+#include <cstdint>
+#include <source_location>
+
+#include "kernels/simt/launch.h"
+
+namespace tern::simt::detail {
+
+struct Site {
+  const char* file = "";
+  unsigned line = 0;
+  unsigned column = 0;
+};
+
+inline Site site_of(const std::source_location& location) {
+  return {location.file_name(), static_cast<unsigned>(location.line()),
+          static_cast<unsigned>(location.column())};
+}
+
+const Dim3& thread_idx();
+const Dim3& block_idx();
+const Dim3& block_dim();
+const Dim3& grid_dim();
+
+void sync_threads(Site site);
+
+enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+// Waits until every lane named in mask reaches a warp intrinsic of the same kind and mask, then
+// returns this lane's result (the value's bits for shuffles, a lane mask for ballot).
+std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width, Site site);
+unsigned active_mask();
+
+// The block's shared arena: one allocation per static __shared__ site, the same address for
+// every thread of the block; dynamic shared memory starts at the arena's beginning.
+std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site);
+std::byte* shared_dynamic();
+
+}  // namespace tern::simt::detail

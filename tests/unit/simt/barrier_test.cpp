@@ -1,0 +1,158 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/simt/portable.h"
+#include "tests/unit/simt/simt_test_support.h"
+
+namespace tern::simt {
+namespace {
+
+int g_line = 0;
+int g_other_line = 0;
+
+__global__ void record_indices(unsigned* out) {
+  const unsigned block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const unsigned thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned global = block * blockDim.x * blockDim.y * blockDim.z + thread;
+  out[global * 6 + 0] = threadIdx.x;
+  out[global * 6 + 1] = threadIdx.y;
+  out[global * 6 + 2] = threadIdx.z;
+  out[global * 6 + 3] = blockIdx.x;
+  out[global * 6 + 4] = blockIdx.y;
+  out[global * 6 + 5] = blockIdx.z;
+}
+
+TEST(SimtExecution, ThreeDimensionalGridsAndBlocksSeeTheirIndices) {
+  const Dim3 grid(3, 2, 2), block(5, 3, 2);
+  std::vector<unsigned> out(grid.count() * block.count() * 6, 999);
+  ASSERT_TRUE(launch("record_indices", config_of(grid, block), record_indices, out.data()).ok());
+  std::size_t i = 0;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx)
+        for (unsigned tz = 0; tz < block.z; ++tz)
+          for (unsigned ty = 0; ty < block.y; ++ty)
+            for (unsigned tx = 0; tx < block.x; ++tx, i += 6) {
+              EXPECT_EQ(out[i + 0], tx);
+              EXPECT_EQ(out[i + 1], ty);
+              EXPECT_EQ(out[i + 2], tz);
+              EXPECT_EQ(out[i + 3], bx);
+              EXPECT_EQ(out[i + 4], by);
+              EXPECT_EQ(out[i + 5], bz);
+            }
+}
+
+TEST(SimtExecution, RunsTheLargestBlock) {
+  std::vector<unsigned> out(1024 * 6);
+  EXPECT_TRUE(
+      launch("record_indices", config_of(1, Dim3(32, 32)), record_indices, out.data()).ok());
+  EXPECT_EQ(launch("record_indices", config_of(1, 1025), record_indices, out.data()).kind,
+            LaunchErrorKind::invalid_config);
+  EXPECT_EQ(launch("record_indices", config_of(1, Dim3(1, 1, 65)), record_indices, out.data()).kind,
+            LaunchErrorKind::invalid_config);
+}
+
+// Sums in[0, n) per block with a shared-memory tree; with_barriers = false plants the fault.
+template <bool with_barriers>
+__global__ void tree_sum(const int* in, int* out) {
+  TERN_SHARED(int, partial, 256);
+  const unsigned t = threadIdx.x;
+  partial[t] = in[blockIdx.x * blockDim.x + t];
+  if (with_barriers) __syncthreads();
+  for (unsigned stride = 128; stride > 0; stride /= 2) {
+    if (t < stride && t + stride < blockDim.x) partial[t] += partial[t + stride];
+    if (with_barriers) __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = partial[0];
+}
+
+TEST(SimtBarrier, ReductionIsRightUnderEverySchedule) {
+  for (unsigned threads : {1u, 31u, 100u, 256u}) {
+    std::vector<int> in(3 * threads);
+    for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 17) - 5;
+    for (Schedule schedule : kAllSchedules) {
+      std::vector<int> out(3, 0);
+      ASSERT_TRUE(
+          launch("tree_sum", config_of(3, threads, schedule), tree_sum<true>, in.data(), out.data())
+              .ok());
+      for (unsigned b = 0; b < 3; ++b) {
+        int expected = 0;
+        for (unsigned i = 0; i < threads; ++i) expected += in[b * threads + i];
+        EXPECT_EQ(out[b], expected) << threads << " threads, block " << b;
+      }
+    }
+  }
+}
+
+TEST(SimtBarrier, MissingBarrierGivesAWrongSumUnderSomeSchedule) {
+  std::vector<int> in(256, 1);
+  int wrong = 0;
+  for (Schedule schedule : kAllSchedules) {
+    int out = 0;
+    ASSERT_TRUE(
+        launch("tree_sum", config_of(1, 256, schedule), tree_sum<false>, in.data(), &out).ok());
+    wrong += out != 256;
+  }
+  EXPECT_GT(wrong, 0);
+}
+
+// Each thread reads its neighbour's slot without a barrier after the writes: a race.
+__global__ void neighbour_race(int* out) {
+  TERN_SHARED(int, slots, 64);
+  slots[threadIdx.x] = static_cast<int>(threadIdx.x);
+  out[threadIdx.x] = slots[(threadIdx.x + 1) % blockDim.x];
+}
+
+TEST(SimtBarrier, RaceOnSharedMemoryGivesAWrongResultUnderSomeSchedule) {
+  int wrong = 0;
+  for (Schedule schedule : kAllSchedules) {
+    std::vector<int> out(64, 0);
+    ASSERT_TRUE(
+        launch("neighbour_race", config_of(1, 64, schedule), neighbour_race, out.data()).ok());
+    for (int t = 0; t < 64; ++t) wrong += out[t] != (t + 1) % 64;
+  }
+  EXPECT_GT(wrong, 0);
+}
+
+__global__ void divergent_barrier(int* out) {
+  if (threadIdx.x < 16) {
+    AT_LINE(g_line, __syncthreads());
+  } else {
+    AT_LINE(g_other_line, __syncthreads());
+  }
+  out[threadIdx.x] = 1;
+}
+
+TEST(SimtBarrier, BarrierFromTwoCallSitesIsAnError) {
+  std::vector<int> out(64, 0);
+  for (Schedule schedule : kAllSchedules) {
+    const LaunchStatus status =
+        launch("divergent_barrier", config_of(2, 64, schedule), divergent_barrier, out.data());
+    expect_fault(status, LaunchErrorKind::divergent_barrier, "divergent_barrier",
+                 "barrier_test.cpp", g_line);
+    EXPECT_NE(status.message.find("barrier_test.cpp:" + std::to_string(g_other_line)),
+              std::string::npos)
+        << status.message;
+  }
+}
+
+__global__ void early_return(int* out) {
+  if (threadIdx.x == 37) return;
+  AT_LINE(g_line, __syncthreads());
+  out[threadIdx.x] = 1;
+}
+
+TEST(SimtBarrier, ThreadThatReturnsWhileOthersWaitIsAnError) {
+  std::vector<int> out(64, 0);
+  for (Schedule schedule : kAllSchedules) {
+    const LaunchStatus status =
+        launch("early_return", config_of(1, 64, schedule), early_return, out.data());
+    expect_fault(status, LaunchErrorKind::barrier_not_reached, "early_return", "barrier_test.cpp",
+                 g_line);
+    EXPECT_NE(status.message.find("thread (37,0,0) returned"), std::string::npos) << status.message;
+  }
+}
+
+}  // namespace
+}  // namespace tern::simt

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/simt/launch.h"
+
+// Records the line of a statement before running it, so that a test can check that the
+// emulator's error names that line: AT_LINE(g_line, __syncthreads());
+#define AT_LINE(variable, statement) \
+  variable = __LINE__;               \
+  statement
+
+namespace tern::simt {
+
+inline constexpr Schedule kAllSchedules[] = {Schedule::forward, Schedule::reverse,
+                                             Schedule::random};
+
+inline LaunchConfig config_of(Dim3 grid, Dim3 block, Schedule schedule = Schedule::forward,
+                              std::size_t dynamic_shared_bytes = 0) {
+  LaunchConfig config;
+  config.grid = grid;
+  config.block = block;
+  config.schedule = schedule;
+  config.seed = 12345;
+  config.dynamic_shared_bytes = dynamic_shared_bytes;
+  return config;
+}
+
+// The status is the given fault, and its message names the kernel and the file and line.
+inline void expect_fault(const LaunchStatus& status, LaunchErrorKind kind, const char* kernel,
+                         const char* file, int line) {
+  EXPECT_EQ(status.kind, kind) << status.message;
+  EXPECT_NE(status.message.find("kernel '" + std::string(kernel) + "'"), std::string::npos)
+      << status.message;
+  EXPECT_NE(status.message.find(std::string(file) + ":" + std::to_string(line)), std::string::npos)
+      << status.message;
+}
+
+}  // namespace tern::simt
