@@ -26,9 +26,11 @@ sanitize: asan tsan
 
 asan: setup
 	@test -f build-asan/build.ninja || cmake --preset asan >/dev/null
-	cmake --build build-asan --target tern_engine_tests
+	cmake --build build-asan --target tern_engine_tests tern_simt_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  build-asan/tests/tern_engine_tests --gtest_filter='$(ASAN_FILTER)' --gtest_brief=1
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  build-asan/tests/tern_simt_tests --gtest_brief=1
 
 tsan: setup
 	@test -f build-tsan/build.ninja || cmake --preset tsan >/dev/null

@@ -54,6 +54,10 @@ struct EmulatedThread {
   void* fake_stack = nullptr;  // ASan's, while this thread is switched out
 };
 
+// Thrown on a fiber to unwind its kernel frames when the launch has failed; caught by
+// thread_main, so it never leaves the emulator.
+struct AbortFiber {};
+
 struct StaticAllocation {
   Site site;
   std::size_t offset;
@@ -200,12 +204,7 @@ class GridRunner {
       thread.stack_size = stack.size;
       thread.fiber = boost::context::fiber(std::allocator_arg, FiberStackSlot{&stacks_, i},
                                            [this, &thread](boost::context::fiber&& caller) {
-                                             thread.caller = std::move(caller);
-                                             entered_fiber(thread);
-                                             body_();
-                                             thread.state = ThreadState::done;
-                                             leaving_fiber_for_good();
-                                             return std::move(thread.caller);
+                                             return thread_main(thread, std::move(caller));
                                            });
     }
     order_.resize(count);
@@ -230,8 +229,22 @@ class GridRunner {
       if (resolve_warps() || !status_.ok()) continue;
       release_barrier();
     }
-    // On a failure, destroying the suspended fibers unwinds their stacks.
+    // On a failure, resume every suspended fiber once so that it unwinds its stack and ends.
+    for (EmulatedThread& thread : threads_)
+      if (thread.fiber) resume(thread);
     threads_.clear();
+  }
+
+  boost::context::fiber thread_main(EmulatedThread& thread, boost::context::fiber&& caller) {
+    thread.caller = std::move(caller);
+    entered_fiber(thread);
+    try {
+      if (status_.ok()) body_();
+    } catch (const AbortFiber&) {
+    }
+    thread.state = ThreadState::done;
+    leaving_fiber_for_good();
+    return std::move(thread.caller);
   }
 
   // Every lane named in a waiting lane's mask must wait at the same kind of intrinsic with the
@@ -362,7 +375,7 @@ class GridRunner {
     status_.kind = kind;
     status_.message = "kernel '" + std::string(kernel_) + "' at " + where(site) + ", block " +
                       text(block_idx_) + " thread " + text(thread.index) + ": " + what;
-    // Called on a fiber: give control back to the scheduler, which never resumes this thread.
+    // Called on a fiber: back to the scheduler, which resumes this thread only to unwind it.
     if (t_thread != nullptr) suspend();
   }
 
@@ -386,6 +399,7 @@ class GridRunner {
 #endif
     thread.caller = std::move(thread.caller).resume();
     entered_fiber(thread);
+    if (!status_.ok()) throw AbortFiber{};
   }
 
   void entered_fiber([[maybe_unused]] EmulatedThread& thread) {
