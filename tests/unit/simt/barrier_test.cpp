@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/simt/portable.h"
@@ -152,6 +153,48 @@ TEST(SimtBarrier, ThreadThatReturnsWhileOthersWaitIsAnError) {
                  g_line);
     EXPECT_NE(status.message.find("thread (37,0,0) returned"), std::string::npos) << status.message;
   }
+}
+
+}  // namespace
+}  // namespace tern::simt
+
+namespace tern::simt {
+namespace {
+
+// Each thread takes a ticket before and after a barrier: the order the schedule ran them in.
+__global__ void take_tickets(int* counter, int* before, int* after) {
+  before[threadIdx.x] = atomicAdd(counter, 1);
+  __syncthreads();
+  after[threadIdx.x] = atomicAdd(counter, 1) - static_cast<int>(blockDim.x);
+}
+
+std::vector<int> tickets(Schedule schedule, std::uint64_t seed, bool after_barrier) {
+  LaunchConfig config = config_of(1, 40, schedule);
+  config.seed = seed;
+  int counter = 0;
+  std::vector<int> before(40), after(40);
+  EXPECT_TRUE(
+      launch("take_tickets", config, take_tickets, &counter, before.data(), after.data()).ok());
+  return after_barrier ? after : before;
+}
+
+TEST(SimtSchedule, ForwardReverseAndSeededRandomOrders) {
+  std::vector<int> forward(40), reverse(40);
+  for (int t = 0; t < 40; ++t) {
+    forward[t] = t;
+    reverse[t] = 39 - t;
+  }
+  EXPECT_EQ(tickets(Schedule::forward, 0, false), forward);
+  EXPECT_EQ(tickets(Schedule::forward, 0, true), forward);
+  EXPECT_EQ(tickets(Schedule::reverse, 0, false), reverse);
+  EXPECT_EQ(tickets(Schedule::reverse, 0, true), reverse);
+  const std::vector<int> random = tickets(Schedule::random, 1, false);
+  EXPECT_NE(random, forward);
+  EXPECT_NE(random, reverse);
+  EXPECT_TRUE(std::is_permutation(random.begin(), random.end(), forward.begin()));
+  EXPECT_EQ(tickets(Schedule::random, 1, false), random);  // the seed fixes the order
+  EXPECT_NE(tickets(Schedule::random, 2, false), random);
+  EXPECT_NE(tickets(Schedule::random, 1, true), random);  // reshuffled after the barrier
 }
 
 }  // namespace

@@ -202,6 +202,8 @@ TEST(SimtWarp, MaskThatLeavesOutTheCallingLaneIsAnError) {
   const LaunchStatus status =
       launch("mask_without_self", config_of(1, 32), mask_without_self, out.data());
   expect_fault(status, LaunchErrorKind::warp_mask, "mask_without_self", "warp_test.cpp", g_line);
+  EXPECT_NE(status.message.find("does not name the calling lane 0"), std::string::npos)
+      << status.message;
 }
 
 __global__ void masks_disagree(int* out) {
