@@ -193,6 +193,29 @@ TEST(SimtWarp, LaneNamedInTheMaskThatDoesNotArriveIsAnError) {
   }
 }
 
+// Lane 5 goes to the block barrier while its warp waits for it at a shuffle.
+__global__ void lane_at_barrier_instead(int* out) {
+  if (threadIdx.x == 5) {
+    __syncthreads();
+  } else {
+    AT_LINE(g_line, out[threadIdx.x] = __shfl_sync(0xffffffffu, 1, 0));
+    __syncthreads();
+  }
+}
+
+TEST(SimtWarp, LaneAtTheBlockBarrierInsteadOfTheShuffleIsAnError) {
+  std::vector<int> out(32);
+  for (Schedule schedule : kAllSchedules) {
+    const LaunchStatus status = launch("lane_at_barrier_instead", config_of(1, 32, schedule),
+                                       lane_at_barrier_instead, out.data());
+    expect_fault(status, LaunchErrorKind::warp_mask, "lane_at_barrier_instead", "warp_test.cpp",
+                 g_line);
+    EXPECT_NE(status.message.find("lane 5 named in the mask waits at __syncthreads"),
+              std::string::npos)
+        << status.message;
+  }
+}
+
 __global__ void mask_without_self(int* out) {
   AT_LINE(g_line, out[threadIdx.x] = __shfl_sync(0x0000fffeu, 1, 1));
 }
