@@ -39,6 +39,9 @@ struct EngineSequence : Sequence {
   bool in_scheduler = false;
   bool counted_waiting = true;          // holds one of its request's waiting slots
   std::optional<RequestEvent> pending;  // could not be pushed: the consumer is behind
+
+  // First scheduled, or finished before that: its waiting slot goes back to admission.
+  void leave_waiting_queue();
 };
 
 struct ActiveRequest {
@@ -49,6 +52,12 @@ struct ActiveRequest {
   std::int32_t unfinished = 0;
   bool forked = false;
 };
+
+void EngineSequence::leave_waiting_queue() {
+  if (!counted_waiting) return;
+  counted_waiting = false;
+  request.waiting.release();
+}
 
 struct Command {
   enum class Kind { submit, cancel };
@@ -313,10 +322,7 @@ void Engine::State::fork_samples(ActiveRequest& request, EngineSequence& parent)
 // The sample leaves the waiting queue: from here on it holds its generation state.
 void Engine::State::start_generation(EngineSequence& sample) {
   ActiveRequest& request = sample.request;
-  if (sample.counted_waiting) {
-    sample.counted_waiting = false;
-    request.waiting.release();
-  }
+  sample.leave_waiting_queue();
   const Request& stored = request.request;
   // So that appending a token never reallocates.
   sample.tokens.reserve(stored.prompt_ids.size() +
@@ -373,10 +379,7 @@ void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
   sample.pending.reset();
   if (sample.in_scheduler) scheduler.finish(sample);
   ActiveRequest& request = sample.request;
-  if (sample.counted_waiting) {
-    sample.counted_waiting = false;
-    request.waiting.release();
-  }
+  sample.leave_waiting_queue();
   --request.unfinished;
   event.index = sample.index;
   if (request.unfinished == 0) {

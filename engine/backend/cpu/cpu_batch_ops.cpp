@@ -225,11 +225,7 @@ void CpuBatchOps::rms_norm(Activation in, std::optional<Activation> residual, Ve
   const std::int64_t count = rows(in);
   if (count == 0) return;
   float* input = data(in);
-  if (residual) {
-    const float* addend = data(*residual);
-    const std::int64_t values = count * this->width(in);
-    for (std::int64_t i = 0; i < values; ++i) input[i] += addend[i];
-  }
+  if (residual) add(in, *residual);
   const float* scale = vector(weight).data();
   float* output = data(out);
   const std::int64_t total_rows = count * rows_per_token;
