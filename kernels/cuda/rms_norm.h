@@ -1,6 +1,6 @@
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "kernels/cuda/cuda_api.h"
 
 namespace tern::kernels::cuda {
 

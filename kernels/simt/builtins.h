@@ -10,6 +10,7 @@
 #include <source_location>
 #include <type_traits>
 
+#include "kernels/simt/device_math.h"
 #include "kernels/simt/runtime.h"
 
 #define __global__
@@ -133,10 +134,6 @@ T atomicCAS(T* address, T compare, T value) {
   const T old = *address;
   if (old == compare) *address = value;
   return old;
-}
-
-inline float rsqrtf(float x) {
-  return 1.0f / std::sqrt(x);
 }
 
 namespace tern::simt::detail {

@@ -180,6 +180,10 @@ class GridRunner {
 
   std::byte* shared_dynamic() { return arena_.data(); }
 
+  void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
+    fail(kind, *t_thread, site, what);
+  }
+
  private:
   void run_block(Dim3 block_idx) {
     block_idx_ = block_idx;
@@ -496,6 +500,9 @@ std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site) {
 }
 std::byte* shared_dynamic() {
   return runner().shared_dynamic();
+}
+void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
+  runner().report_fault(kind, site, what);
 }
 
 }  // namespace detail

@@ -1,10 +1,28 @@
 #include "kernels/simt/launch.h"
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "kernels/simt/device_memory.h"
+
 namespace tern::simt {
 namespace {
 
 thread_local Schedule t_schedule = Schedule::forward;
 thread_local std::uint64_t t_seed = 0;
+thread_local LaunchErrorKind t_pending_error = LaunchErrorKind::none;
+
+struct SharedLimits {
+  std::mutex mutex;
+  std::map<const void*, std::size_t> by_kernel;
+};
+
+SharedLimits& shared_limits() {
+  static SharedLimits limits;
+  return limits;
+}
 
 }  // namespace
 
@@ -19,8 +37,23 @@ ScopedSchedule::~ScopedSchedule() {
   t_seed = previous_seed_;
 }
 
-LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes) {
+void set_shared_limit(const void* kernel, std::size_t bytes) {
+  SharedLimits& limits = shared_limits();
+  const std::lock_guard lock(limits.mutex);
+  limits.by_kernel[kernel] = bytes;
+}
+
+LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes,
+                            const void* kernel) {
   LaunchConfig config;
+  if (kernel != nullptr) {
+    SharedLimits& limits = shared_limits();
+    const std::lock_guard lock(limits.mutex);
+    const auto it = limits.by_kernel.find(kernel);
+    // The opt-in covers dynamic memory; CUDA's limit for static plus dynamic is the maximum.
+    if (it != limits.by_kernel.end())
+      config.shared_limit_bytes = std::max(kDefaultSharedLimit, it->second);
+  }
   config.grid = grid;
   config.block = block;
   config.dynamic_shared_bytes = dynamic_shared_bytes;
@@ -29,9 +62,26 @@ LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_by
   return config;
 }
 
+LaunchStatus check_pointer_argument(const char* kernel_name, std::size_t index,
+                                    const void* pointer) {
+  if (pointer == nullptr || is_device_address(pointer)) return {};
+  return {LaunchErrorKind::host_pointer,
+          "kernel '" + std::string(kernel_name) + "': argument " + std::to_string(index) +
+              " points outside the device's memory (host memory passed to a kernel?)"};
+}
+
 LaunchStatus& last_launch_status() {
   thread_local LaunchStatus status;
   return status;
+}
+
+void record_launch(LaunchStatus status) {
+  if (!status.ok()) t_pending_error = status.kind;
+  last_launch_status() = std::move(status);
+}
+
+LaunchErrorKind take_launch_error() {
+  return std::exchange(t_pending_error, LaunchErrorKind::none);
 }
 
 }  // namespace tern::simt

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace tern::simt {
@@ -45,6 +46,10 @@ enum class LaunchErrorKind {
   warp_mask,            // a lane named in a warp intrinsic's mask did not arrive, or masks disagree
   invalid_argument,     // e.g. a shuffle width that is not a power of two up to 32
   shared_limit,         // __shared__ allocations over the block's limit
+  host_pointer,         // a pointer argument that is not in the emulated device's memory
+  misaligned_access,    // a vector load or store from an address not aligned to its size
+  shared_race,          // two threads touch the same shared bytes with no barrier between
+  uninitialized_shared,  // shared memory read before any thread of the block wrote it
 };
 
 // What a launch returns: ok, or which fault and a message naming the kernel, file and line.
@@ -59,11 +64,28 @@ struct LaunchStatus {
 LaunchStatus run_grid(const char* kernel_name, const LaunchConfig& config,
                       const std::function<void()>& body);
 
+// A pointer argument must be null or point into the emulated device's memory (device_memory.h).
+LaunchStatus check_pointer_argument(const char* kernel_name, std::size_t index,
+                                    const void* pointer);
+
 // Launches `kernel(args...)` as CUDA would launch kernel<<<grid, block, shared>>>(args...).
 template <class... Params, class... Args>
 LaunchStatus launch(const char* kernel_name, const LaunchConfig& config, void (*kernel)(Params...),
                     Args&&... args) {
   std::tuple<Params...> bound(std::forward<Args>(args)...);
+  LaunchStatus status;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using Param = std::tuple_element_t<I, std::tuple<Params...>>;
+          if constexpr (std::is_pointer_v<Param>) {
+            if (status.ok()) status = check_pointer_argument(kernel_name, I, std::get<I>(bound));
+          }
+        }(),
+        ...);
+  }
+  (std::index_sequence_for<Params...>{});
+  if (!status.ok()) return status;
   return run_grid(kernel_name, config, [&] { std::apply(kernel, bound); });
 }
 
@@ -80,10 +102,18 @@ class ScopedSchedule {
   std::uint64_t previous_seed_;
 };
 
-// The config TERN_LAUNCH builds: the current ScopedSchedule's schedule and seed.
-LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes);
+// The config TERN_LAUNCH builds: the current ScopedSchedule's schedule and seed, and the shared
+// memory limit the kernel opted into (set_shared_limit, the emulated cudaFuncSetAttribute).
+LaunchConfig default_config(Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes,
+                            const void* kernel = nullptr);
+void set_shared_limit(const void* kernel, std::size_t bytes);
 
-// The status of the last TERN_LAUNCH on this OS thread, like cudaGetLastError.
+// The status of the last TERN_LAUNCH on this OS thread.
 LaunchStatus& last_launch_status();
+// Stores a TERN_LAUNCH's status: in last_launch_status(), and as the error the next
+// cudaGetLastError() returns when it failed.
+void record_launch(LaunchStatus status);
+// The failure recorded since the last call, then none (what the emulated cudaGetLastError reads).
+LaunchErrorKind take_launch_error();
 
 }  // namespace tern::simt

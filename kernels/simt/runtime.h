@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <source_location>
+#include <string>
 
 #include "kernels/simt/launch.h"
 
@@ -39,5 +40,8 @@ unsigned active_mask();
 // every thread of the block; dynamic shared memory starts at the arena's beginning.
 std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site);
 std::byte* shared_dynamic();
+
+// Fails the running launch with a fault found by a checked access (misaligned vector load, ...).
+void report_fault(LaunchErrorKind kind, Site site, const std::string& what);
 
 }  // namespace tern::simt::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/simt/device_memory.h"
 #include "kernels/simt/portable.h"
 #include "tests/unit/simt/simt_test_support.h"
 
@@ -26,7 +27,7 @@ __global__ void record_indices(unsigned* out) {
 
 TEST(SimtExecution, ThreeDimensionalGridsAndBlocksSeeTheirIndices) {
   const Dim3 grid(3, 2, 2), block(5, 3, 2);
-  std::vector<unsigned> out(grid.count() * block.count() * 6, 999);
+  DeviceVector<unsigned> out(grid.count() * block.count() * 6, 999);
   ASSERT_TRUE(launch("record_indices", config_of(grid, block), record_indices, out.data()).ok());
   std::size_t i = 0;
   for (unsigned bz = 0; bz < grid.z; ++bz)
@@ -45,7 +46,7 @@ TEST(SimtExecution, ThreeDimensionalGridsAndBlocksSeeTheirIndices) {
 }
 
 TEST(SimtExecution, RunsTheLargestBlock) {
-  std::vector<unsigned> out(1024 * 6);
+  DeviceVector<unsigned> out(1024 * 6);
   EXPECT_TRUE(
       launch("record_indices", config_of(1, Dim3(32, 32)), record_indices, out.data()).ok());
   EXPECT_EQ(launch("record_indices", config_of(1, 1025), record_indices, out.data()).kind,
@@ -70,10 +71,10 @@ __global__ void tree_sum(const int* in, int* out) {
 
 TEST(SimtBarrier, ReductionIsRightUnderEverySchedule) {
   for (unsigned threads : {1u, 31u, 100u, 256u}) {
-    std::vector<int> in(3 * threads);
+    DeviceVector<int> in(3 * threads);
     for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 17) - 5;
     for (Schedule schedule : kAllSchedules) {
-      std::vector<int> out(3, 0);
+      DeviceVector<int> out(3, 0);
       ASSERT_TRUE(
           launch("tree_sum", config_of(3, threads, schedule), tree_sum<true>, in.data(), out.data())
               .ok());
@@ -87,13 +88,14 @@ TEST(SimtBarrier, ReductionIsRightUnderEverySchedule) {
 }
 
 TEST(SimtBarrier, MissingBarrierGivesAWrongSumUnderSomeSchedule) {
-  std::vector<int> in(256, 1);
+  DeviceVector<int> in(256, 1);
   int wrong = 0;
   for (Schedule schedule : kAllSchedules) {
-    int out = 0;
+    DeviceValue<int> out(0);
     ASSERT_TRUE(
-        launch("tree_sum", config_of(1, 256, schedule), tree_sum<false>, in.data(), &out).ok());
-    wrong += out != 256;
+        launch("tree_sum", config_of(1, 256, schedule), tree_sum<false>, in.data(), out.ptr())
+            .ok());
+    wrong += *out != 256;
   }
   EXPECT_GT(wrong, 0);
 }
@@ -108,7 +110,7 @@ __global__ void neighbour_race(int* out) {
 TEST(SimtBarrier, RaceOnSharedMemoryGivesAWrongResultUnderSomeSchedule) {
   int wrong = 0;
   for (Schedule schedule : kAllSchedules) {
-    std::vector<int> out(64, 0);
+    DeviceVector<int> out(64, 0);
     ASSERT_TRUE(
         launch("neighbour_race", config_of(1, 64, schedule), neighbour_race, out.data()).ok());
     for (int t = 0; t < 64; ++t) wrong += out[t] != (t + 1) % 64;
@@ -126,7 +128,7 @@ __global__ void divergent_barrier(int* out) {
 }
 
 TEST(SimtBarrier, BarrierFromTwoCallSitesIsAnError) {
-  std::vector<int> out(64, 0);
+  DeviceVector<int> out(64, 0);
   for (Schedule schedule : kAllSchedules) {
     const LaunchStatus status =
         launch("divergent_barrier", config_of(2, 64, schedule), divergent_barrier, out.data());
@@ -145,7 +147,7 @@ __global__ void early_return(int* out) {
 }
 
 TEST(SimtBarrier, ThreadThatReturnsWhileOthersWaitIsAnError) {
-  std::vector<int> out(64, 0);
+  DeviceVector<int> out(64, 0);
   for (Schedule schedule : kAllSchedules) {
     const LaunchStatus status =
         launch("early_return", config_of(1, 64, schedule), early_return, out.data());
@@ -168,18 +170,19 @@ __global__ void take_tickets(int* counter, int* before, int* after) {
   after[threadIdx.x] = atomicAdd(counter, 1) - static_cast<int>(blockDim.x);
 }
 
-std::vector<int> tickets(Schedule schedule, std::uint64_t seed, bool after_barrier) {
+DeviceVector<int> tickets(Schedule schedule, std::uint64_t seed, bool after_barrier) {
   LaunchConfig config = config_of(1, 40, schedule);
   config.seed = seed;
-  int counter = 0;
-  std::vector<int> before(40), after(40);
+  DeviceValue<int> counter(0);
+  DeviceVector<int> before(40), after(40);
   EXPECT_TRUE(
-      launch("take_tickets", config, take_tickets, &counter, before.data(), after.data()).ok());
+      launch("take_tickets", config, take_tickets, counter.ptr(), before.data(), after.data())
+          .ok());
   return after_barrier ? after : before;
 }
 
 TEST(SimtSchedule, ForwardReverseAndSeededRandomOrders) {
-  std::vector<int> forward(40), reverse(40);
+  DeviceVector<int> forward(40), reverse(40);
   for (int t = 0; t < 40; ++t) {
     forward[t] = t;
     reverse[t] = 39 - t;
@@ -188,7 +191,7 @@ TEST(SimtSchedule, ForwardReverseAndSeededRandomOrders) {
   EXPECT_EQ(tickets(Schedule::forward, 0, true), forward);
   EXPECT_EQ(tickets(Schedule::reverse, 0, false), reverse);
   EXPECT_EQ(tickets(Schedule::reverse, 0, true), reverse);
-  const std::vector<int> random = tickets(Schedule::random, 1, false);
+  const DeviceVector<int> random = tickets(Schedule::random, 1, false);
   EXPECT_NE(random, forward);
   EXPECT_NE(random, reverse);
   EXPECT_TRUE(std::is_permutation(random.begin(), random.end(), forward.begin()));

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/simt/device_memory.h"
 #include "kernels/simt/portable.h"
 #include "tests/unit/simt/simt_test_support.h"
 
@@ -22,7 +23,7 @@ __global__ void half_written(float* out) {
 }
 
 TEST(SimtSharedMemory, ReadBeforeWriteGivesThePoisonPattern) {
-  std::vector<float> out(64);
+  DeviceVector<float> out(64);
   ASSERT_TRUE(launch("half_written", config_of(1, 64), half_written, out.data()).ok());
   float sum = 0;
   for (unsigned t = 0; t < 64; ++t) {
@@ -46,7 +47,7 @@ __global__ void read_previous_block(std::uint32_t* out) {
 }
 
 TEST(SimtSharedMemory, EachBlockStartsFromFreshPoisonedMemory) {
-  std::vector<std::uint32_t> out(3);
+  DeviceVector<std::uint32_t> out(3);
   ASSERT_TRUE(
       launch("read_previous_block", config_of(3, 32), read_previous_block, out.data()).ok());
   EXPECT_EQ(out[0], 42u);
@@ -69,8 +70,8 @@ __global__ void reverse_row(const int* in, int* out, int* poison_seen) {
 
 TEST(SimtSharedMemory, DynamicSharedMemoryIsPerBlockAndApartFromStatic) {
   const unsigned n = 50;
-  std::vector<int> in(2 * n), out(2 * n);
-  std::vector<int> poison(2);
+  DeviceVector<int> in(2 * n), out(2 * n);
+  DeviceVector<int> poison(2);
   for (unsigned i = 0; i < 2 * n; ++i) in[i] = static_cast<int>(i);
   for (Schedule schedule : kAllSchedules) {
     ASSERT_TRUE(launch("reverse_row", config_of(2, n, schedule, n * sizeof(int)), reverse_row,
@@ -90,30 +91,33 @@ __global__ void big_static(int* out) {
 }
 
 TEST(SimtSharedMemory, StaticPlusDynamicOverTheLimitIsAnError) {
-  int out = 0;
+  DeviceValue<int> out(0);
   LaunchConfig config = config_of(1, 32, Schedule::forward, 16 * 1024);
-  LaunchStatus status = launch("big_static", config, big_static, &out);
+  LaunchStatus status = launch("big_static", config, big_static, out.ptr());
   expect_fault(status, LaunchErrorKind::shared_limit, "big_static", "shared_memory_test.cpp",
                g_line);
 
   // The opt-in raises the limit, up to the architecture's maximum.
   config.shared_limit_bytes = 100 * 1024;
-  EXPECT_TRUE(launch("big_static", config, big_static, &out).ok());
+  EXPECT_TRUE(launch("big_static", config, big_static, out.ptr()).ok());
   config.dynamic_shared_bytes = 120 * 1024;
   config.shared_limit_bytes = 163 * 1024;
   config.sm = 80;
-  EXPECT_TRUE(launch("big_static", config, big_static, &out).ok());
+  EXPECT_TRUE(launch("big_static", config, big_static, out.ptr()).ok());
   config.shared_limit_bytes = 164 * 1024;
-  EXPECT_EQ(launch("big_static", config, big_static, &out).kind, LaunchErrorKind::invalid_config);
+  EXPECT_EQ(launch("big_static", config, big_static, out.ptr()).kind,
+            LaunchErrorKind::invalid_config);
   config.sm = 90;
   config.shared_limit_bytes = 227 * 1024;
   config.dynamic_shared_bytes = 180 * 1024;
-  EXPECT_TRUE(launch("big_static", config, big_static, &out).ok());
+  EXPECT_TRUE(launch("big_static", config, big_static, out.ptr()).ok());
   config.shared_limit_bytes = 228 * 1024;
-  EXPECT_EQ(launch("big_static", config, big_static, &out).kind, LaunchErrorKind::invalid_config);
+  EXPECT_EQ(launch("big_static", config, big_static, out.ptr()).kind,
+            LaunchErrorKind::invalid_config);
   config.shared_limit_bytes = kDefaultSharedLimit;
   config.dynamic_shared_bytes = kDefaultSharedLimit + 1;
-  EXPECT_EQ(launch("big_static", config, big_static, &out).kind, LaunchErrorKind::invalid_config);
+  EXPECT_EQ(launch("big_static", config, big_static, out.ptr()).kind,
+            LaunchErrorKind::invalid_config);
 }
 
 __global__ void atomics(const int* values, int* sum, int* maximum, int* exchanged,
@@ -140,28 +144,29 @@ __global__ void atomics(const int* values, int* sum, int* maximum, int* exchange
 
 TEST(SimtAtomics, SharedAndGlobalAtomicsAcrossBlocks) {
   const unsigned blocks = 4, threads = 100;
-  std::vector<int> values(blocks * threads);
+  DeviceVector<int> values(blocks * threads);
   for (unsigned i = 0; i < values.size(); ++i) values[i] = static_cast<int>(i * 37 % 1001);
   for (Schedule schedule : kAllSchedules) {
-    int sum = 0, maximum = -1, exchanged = 0;
-    unsigned long long counter = 0;
-    float float_sum = 0;
-    std::vector<int> histogram(4, 0);
+    DeviceValue<int> sum(0), maximum(-1), exchanged(0);
+    DeviceValue<unsigned long long> counter(0);
+    DeviceValue<float> float_sum(0);
+    DeviceVector<int> histogram(4, 0);
     ASSERT_TRUE(launch("atomics", config_of(blocks, threads, schedule), atomics, values.data(),
-                       &sum, &maximum, &exchanged, &counter, &float_sum, histogram.data())
+                       sum.ptr(), maximum.ptr(), exchanged.ptr(), counter.ptr(), float_sum.ptr(),
+                       histogram.data())
                     .ok());
     int expected_sum = 0, expected_max = -1;
-    std::vector<int> expected_histogram(4, 0);
+    DeviceVector<int> expected_histogram(4, 0);
     for (int v : values) {
       expected_sum += v;
       expected_max = std::max(expected_max, v);
       ++expected_histogram[v & 3];
     }
-    EXPECT_EQ(sum, expected_sum);
-    EXPECT_EQ(maximum, expected_max);
-    EXPECT_EQ(exchanged, 5);
-    EXPECT_EQ(counter, 2ull * values.size());
-    EXPECT_EQ(float_sum, 0.5f * static_cast<float>(values.size()));
+    EXPECT_EQ(*sum, expected_sum);
+    EXPECT_EQ(*maximum, expected_max);
+    EXPECT_EQ(*exchanged, 5);
+    EXPECT_EQ(*counter, 2ull * values.size());
+    EXPECT_EQ(*float_sum, 0.5f * static_cast<float>(values.size()));
     EXPECT_EQ(histogram, expected_histogram);
   }
 }
@@ -172,16 +177,16 @@ __global__ void last_writer(int* out, int offset) {
 }
 
 TEST(SimtLaunchMacro, RunsUnderTheScopedScheduleAndReportsItsStatus) {
-  int out = -1;
+  DeviceValue<int> out(-1);
   {
     const ScopedSchedule reverse(Schedule::reverse, 0);
-    TERN_LAUNCH(last_writer, dim3(1), dim3(8), 0, nullptr, &out, 100);
+    TERN_LAUNCH(last_writer, dim3(1), dim3(8), 0, nullptr, out.ptr(), 100);
   }
   EXPECT_TRUE(last_launch_status().ok());
-  EXPECT_EQ(out, 100);  // thread 0 ran last
-  TERN_LAUNCH(last_writer, dim3(1), dim3(8), 0, nullptr, &out, 100);
-  EXPECT_EQ(out, 107);  // forward: thread 7 ran last
-  TERN_LAUNCH(last_writer, dim3(1), dim3(2000), 0, nullptr, &out, 0);
+  EXPECT_EQ(*out, 100);  // thread 0 ran last
+  TERN_LAUNCH(last_writer, dim3(1), dim3(8), 0, nullptr, out.ptr(), 100);
+  EXPECT_EQ(*out, 107);  // forward: thread 7 ran last
+  TERN_LAUNCH(last_writer, dim3(1), dim3(2000), 0, nullptr, out.ptr(), 0);
   EXPECT_EQ(last_launch_status().kind, LaunchErrorKind::invalid_config);
   EXPECT_NE(last_launch_status().message.find("kernel 'last_writer'"), std::string::npos);
 }

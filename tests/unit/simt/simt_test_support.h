@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "kernels/simt/device_memory.h"
 #include "kernels/simt/launch.h"
 
 // Records the line of a statement before running it, so that a test can check that the
@@ -27,6 +28,18 @@ inline LaunchConfig config_of(Dim3 grid, Dim3 block, Schedule schedule = Schedul
   config.dynamic_shared_bytes = dynamic_shared_bytes;
   return config;
 }
+
+// One value in device memory, for kernels that write a scalar result.
+template <class T>
+class DeviceValue {
+ public:
+  explicit DeviceValue(T value) : storage_(1, value) {}
+  T* ptr() { return storage_.data(); }
+  T operator*() const { return storage_[0]; }
+
+ private:
+  DeviceVector<T> storage_;
+};
 
 // The status is the given fault, and its message names the kernel and the file and line.
 inline void expect_fault(const LaunchStatus& status, LaunchErrorKind kind, const char* kernel,

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/simt/device_memory.h"
 #include "kernels/simt/portable.h"
 #include "tests/unit/simt/simt_test_support.h"
 
@@ -50,7 +51,7 @@ template <class T>
 void check_shuffles() {
   const unsigned n = 64;
   for (Schedule schedule : kAllSchedules) {
-    std::vector<T> out(8 * n);
+    DeviceVector<T> out(8 * n);
     ASSERT_TRUE(launch("shuffles", config_of(1, n, schedule), shuffles<T>, out.data()).ok());
     for (int kind = 0; kind < 8; ++kind)
       for (unsigned t = 0; t < n; ++t) {
@@ -76,7 +77,7 @@ TEST(SimtWarp, SixtyFourBitValuesKeepTheirHighBits) {
       out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, value, 1);
     }
   };
-  std::vector<std::int64_t> out(32);
+  DeviceVector<std::int64_t> out(32);
   ASSERT_TRUE(launch("run", config_of(1, 32), Kernel::run, out.data()).ok());
   for (unsigned t = 0; t < 32; ++t) EXPECT_EQ(out[t], (std::int64_t{1} << 40) * ((t ^ 1) + 1) - 7);
 }
@@ -95,7 +96,7 @@ __global__ void votes(unsigned* out) {
 
 TEST(SimtWarp, VotesOnFullAndPartialWarps) {
   const unsigned n = 40;  // a full warp and one of 8 lanes
-  std::vector<unsigned> out(n * 5);
+  DeviceVector<unsigned> out(n * 5);
   ASSERT_TRUE(launch("votes", config_of(1, n), votes, out.data()).ok());
   for (unsigned t = 0; t < n; ++t) {
     const bool partial = t >= 32;
@@ -131,13 +132,14 @@ __global__ void block_sum(const float* in, float* out) {
 
 TEST(SimtWarp, ReductionOnPartialWarpsIsRight) {
   for (unsigned n : {1u, 5u, 32u, 33u, 70u, 255u}) {
-    std::vector<float> in(n);
+    DeviceVector<float> in(n);
     float expected = 0;
     for (unsigned i = 0; i < n; ++i) expected += in[i] = static_cast<float>(i % 7);
     for (Schedule schedule : kAllSchedules) {
-      float out = -1;
-      ASSERT_TRUE(launch("block_sum", config_of(1, n, schedule), block_sum, in.data(), &out).ok());
-      EXPECT_EQ(out, expected) << n;
+      DeviceValue<float> out(-1);
+      ASSERT_TRUE(
+          launch("block_sum", config_of(1, n, schedule), block_sum, in.data(), out.ptr()).ok());
+      EXPECT_EQ(*out, expected) << n;
     }
   }
 }
@@ -158,7 +160,7 @@ __global__ void warp_scan(const int* in, int* out) {
 
 TEST(SimtWarp, ScanOnPartialWarpsIsRight) {
   for (unsigned n : {3u, 32u, 45u}) {
-    std::vector<int> in(n), out(n);
+    DeviceVector<int> in(n), out(n);
     for (unsigned i = 0; i < n; ++i) in[i] = static_cast<int>(i * 7 % 5) - 2;
     for (Schedule schedule : kAllSchedules) {
       ASSERT_TRUE(
@@ -182,7 +184,7 @@ __global__ void shuffle_with_wrong_mask(float* out) {
 }
 
 TEST(SimtWarp, LaneNamedInTheMaskThatDoesNotArriveIsAnError) {
-  std::vector<float> out(32);
+  DeviceVector<float> out(32);
   for (Schedule schedule : kAllSchedules) {
     const LaunchStatus status = launch("shuffle_with_wrong_mask", config_of(1, 32, schedule),
                                        shuffle_with_wrong_mask, out.data());
@@ -204,7 +206,7 @@ __global__ void lane_at_barrier_instead(int* out) {
 }
 
 TEST(SimtWarp, LaneAtTheBlockBarrierInsteadOfTheShuffleIsAnError) {
-  std::vector<int> out(32);
+  DeviceVector<int> out(32);
   for (Schedule schedule : kAllSchedules) {
     const LaunchStatus status = launch("lane_at_barrier_instead", config_of(1, 32, schedule),
                                        lane_at_barrier_instead, out.data());
@@ -221,7 +223,7 @@ __global__ void mask_without_self(int* out) {
 }
 
 TEST(SimtWarp, MaskThatLeavesOutTheCallingLaneIsAnError) {
-  std::vector<int> out(32);
+  DeviceVector<int> out(32);
   const LaunchStatus status =
       launch("mask_without_self", config_of(1, 32), mask_without_self, out.data());
   expect_fault(status, LaunchErrorKind::warp_mask, "mask_without_self", "warp_test.cpp", g_line);
@@ -235,7 +237,7 @@ __global__ void masks_disagree(int* out) {
 }
 
 TEST(SimtWarp, LanesWithDifferentMasksAreAnError) {
-  std::vector<int> out(32);
+  DeviceVector<int> out(32);
   const LaunchStatus status =
       launch("masks_disagree", config_of(1, 32), masks_disagree, out.data());
   expect_fault(status, LaunchErrorKind::warp_mask, "masks_disagree", "warp_test.cpp", g_line);
@@ -246,7 +248,7 @@ __global__ void bad_width(int* out) {
 }
 
 TEST(SimtWarp, WidthThatIsNotAPowerOfTwoIsAnError) {
-  std::vector<int> out(32);
+  DeviceVector<int> out(32);
   const LaunchStatus status = launch("bad_width", config_of(1, 32), bad_width, out.data());
   expect_fault(status, LaunchErrorKind::invalid_argument, "bad_width", "warp_test.cpp", g_line);
 }

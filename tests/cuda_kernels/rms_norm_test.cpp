@@ -1,7 +1,5 @@
-// The CUDA RMSNorm kernel (kernels/cuda/rms_norm_kernel.cuh) run on the SIMT emulator against
-// the CPU kernel.
-
-#include <gtest/gtest.h>
+// The RMSNorm kernel (kernels/cuda/rms_norm_kernel.cuh) through its launcher, against the CPU
+// kernel, under every schedule.
 
 #include <cmath>
 #include <cstring>
@@ -9,53 +7,46 @@
 #include <vector>
 
 #include "kernels/cpu/rms_norm.h"
-#include "kernels/cuda/rms_norm_kernel.cuh"
-#include "tests/unit/simt/simt_test_support.h"
+#include "kernels/cuda/rms_norm.h"
+#include "tests/cuda_kernels/device_test_support.h"
 
 namespace tern::kernels::cuda {
 namespace {
 
-using simt::Schedule;
+using cuda_test::DeviceArray;
 
 // The GPU sums squares in a different order than the CPU kernel: relative error in float32.
 constexpr float kTolerance = 2e-5f;
 
-template <int kThreads>
-void check_against_cpu() {
+TEST(CudaRmsNorm, MatchesTheCpuKernelUnderEverySchedule) {
+  TERN_REQUIRE_DEVICE();
   std::mt19937 random(7);
   std::uniform_real_distribution<float> value(-3.0f, 3.0f);
-  for (int cols : {1, 31, 33, 100, 257}) {
-    std::vector<float> weight(cols);
+  for (int cols : {1, 16, 31, 33, 100, 257, 2048}) {
+    std::vector<float> weight(static_cast<std::size_t>(cols));
     for (float& w : weight) w = value(random);
-    for (int rows = 1; rows <= 17; ++rows) {
+    DeviceArray<float> d_weight(weight);
+    for (int rows : {1, 2, 5, 17}) {
       std::vector<float> x(static_cast<std::size_t>(rows) * cols);
       for (float& v : x) v = value(random);
       std::vector<float> expected(x.size());
       rms_norm_scalar(x.data(), weight.data(), expected.data(), rows, cols, 1e-5f);
+      DeviceArray<float> d_x(x);
       std::vector<float> first;
-      for (Schedule schedule : simt::kAllSchedules) {
-        std::vector<float> y(x.size(), -1.0f);
-        const simt::LaunchStatus status =
-            simt::launch("rms_norm_kernel", simt::config_of(rows, kThreads, schedule),
-                         rms_norm_kernel<kThreads>, x.data(), weight.data(), y.data(), cols, 1e-5f);
-        ASSERT_TRUE(status.ok()) << status.message;
+      cuda_test::for_each_pass([&](const cuda_test::Pass&) {
+        DeviceArray<float> d_y(x.size());
+        TERN_EXPECT_LAUNCHED(
+            launch_rms_norm(d_x.data(), d_weight.data(), d_y.data(), rows, cols, 1e-5f, nullptr));
+        const std::vector<float> y = d_y.download();
         for (std::size_t i = 0; i < y.size(); ++i)
           ASSERT_NEAR(y[i], expected[i], kTolerance * std::max(1.0f, std::fabs(expected[i])))
               << rows << "x" << cols << " element " << i;
         // The reduction order is fixed, so every schedule gives the same bits.
         if (first.empty()) first = y;
         EXPECT_EQ(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)), 0);
-      }
+      });
     }
   }
-}
-
-TEST(SimtRmsNorm, MatchesTheCpuKernelUnderEverySchedule) {
-  check_against_cpu<256>();
-}
-
-TEST(SimtRmsNorm, MatchesTheCpuKernelWithTwoWarps) {
-  check_against_cpu<64>();
 }
 
 }  // namespace
