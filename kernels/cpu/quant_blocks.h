@@ -2,10 +2,12 @@
 
 #include <cstdint>
 
+#include "kernels/host_device.h"
+
 namespace tern::kernels {
 
 // GGML's block layouts, byte for byte, so GGUF weights are used in place. Scales are IEEE halves
-// stored as raw bits (see half.h).
+// stored as raw bits (see half.h). CUDA kernels include this too (kernels/cuda/).
 
 inline constexpr int kQ8_0Block = 32;
 inline constexpr int kQ4_0Block = 32;
@@ -60,7 +62,8 @@ static_assert(sizeof(BlockQ8K) == 292);
 // Unpacks sub-block j's 6-bit scale and min from Q4_K's 12 packed bytes: bytes 0-3 hold scales
 // 0-3 and bytes 4-7 mins 0-3 in their low six bits; scales/mins 4-7 keep their low four bits in
 // the nibbles of bytes 8-11 and their top two bits in the spare high bits of bytes 0-7.
-inline void q4_k_scale_min(int j, const std::uint8_t* packed, int& scale, int& min) {
+TERN_HOST_DEVICE inline void q4_k_scale_min(int j, const std::uint8_t* packed, int& scale,
+                                            int& min) {
   if (j < 4) {
     scale = packed[j] & 63;
     min = packed[j + 4] & 63;
