@@ -26,11 +26,14 @@ sanitize: asan tsan
 
 asan: setup
 	@test -f build-asan/build.ninja || cmake --preset asan >/dev/null
-	cmake --build build-asan --target tern_engine_tests tern_simt_tests
+	cmake --build build-asan --target tern_engine_tests tern_simt_tests tern_cuda_kernels_emulated_tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  build-asan/tests/tern_engine_tests --gtest_filter='$(ASAN_FILTER)' --gtest_brief=1
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  build-asan/tests/tern_simt_tests --gtest_brief=1
+	# The emulator and the CUDA kernels on it, in place of compute-sanitizer (docs/gpu.md).
+	for binary in tern_simt_tests tern_cuda_kernels_emulated_tests; do \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    build-asan/tests/$$binary --gtest_brief=1 || exit 1; \
+	done
 
 tsan: setup
 	@test -f build-tsan/build.ninja || cmake --preset tsan >/dev/null

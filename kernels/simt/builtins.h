@@ -53,7 +53,7 @@ T shuffle(WarpOp op, unsigned mask, T value, int arg, int width, std::source_loc
   std::memcpy(&bits, &value, sizeof(T));
   const std::uint64_t out = warp_op(op, mask, bits, arg, width, site_of(at));
   T result;
-  std::memcpy(&result, &out, sizeof(T));
+  std::memcpy(static_cast<void*>(&result), &out, sizeof(T));
   return result;
 }
 
@@ -106,44 +106,32 @@ inline int __all_sync(unsigned mask, int predicate,
 // Atomics: a block's threads switch only at barriers and warp intrinsics, and blocks run one
 // after another, so a plain read-modify-write is atomic here.
 template <class T>
-T atomicAdd(T* address, T value) {
+T atomicAdd(T* address, std::type_identity_t<T> value) {
   const T old = *address;
   *address = old + value;
   return old;
 }
 template <class T>
-T atomicMax(T* address, T value) {
+T atomicMax(T* address, std::type_identity_t<T> value) {
   const T old = *address;
   *address = old < value ? value : old;
   return old;
 }
 template <class T>
-T atomicMin(T* address, T value) {
+T atomicMin(T* address, std::type_identity_t<T> value) {
   const T old = *address;
   *address = value < old ? value : old;
   return old;
 }
 template <class T>
-T atomicExch(T* address, T value) {
+T atomicExch(T* address, std::type_identity_t<T> value) {
   const T old = *address;
   *address = value;
   return old;
 }
 template <class T>
-T atomicCAS(T* address, T compare, T value) {
+T atomicCAS(T* address, std::type_identity_t<T> compare, std::type_identity_t<T> value) {
   const T old = *address;
   if (old == compare) *address = value;
   return old;
 }
-
-namespace tern::simt::detail {
-
-template <class T, std::size_t N>
-T (&shared_array(std::source_location at = std::source_location::current()))
-[N] {
-  static_assert(std::is_trivially_copyable_v<T>, "__shared__ holds trivially copyable types");
-  std::byte* bytes = shared_static(sizeof(T) * N, alignof(T), site_of(at));
-  return *reinterpret_cast<T(*)[N]>(bytes);
-}
-
-}  // namespace tern::simt::detail

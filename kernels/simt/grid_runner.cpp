@@ -6,6 +6,7 @@
 #include <boost/context/fiber.hpp>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "kernels/simt/fiber_stacks.h"
 #include "kernels/simt/launch.h"
 #include "kernels/simt/runtime.h"
+#include "kernels/simt/shared_span.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TERN_SIMT_ASAN 1
@@ -57,6 +59,25 @@ struct EmulatedThread {
 // Thrown on a fiber to unwind its kernel frames when the launch has failed; caught by
 // thread_main, so it never leaves the emulator.
 struct AbortFiber {};
+
+// What the race and initialisation checks know of one byte of the block's shared memory.
+struct ShadowByte {
+  static constexpr std::int32_t kNone = -1;
+  static constexpr std::int32_t kSeveral = -2;
+  std::int32_t writer = kNone;  // linear thread index of the last write
+  std::uint32_t write_epoch = 0;
+  std::uint32_t write_warp_epoch = 0;
+  std::int32_t reader = kNone;        // since the last write, in read_epoch: one thread or kSeveral
+  std::int32_t readers_warp = kNone;  // their warp, or kNone when they span warps
+  std::uint32_t read_epoch = 0;
+  std::uint32_t read_warp_epoch = 0;
+};
+
+struct UninitializedRead {
+  std::int32_t thread;
+  Site declared;
+  std::string what;
+};
 
 struct StaticAllocation {
   Site site;
@@ -115,7 +136,8 @@ class GridRunner {
         config_(config),
         body_(body),
         stacks_(stacks),
-        arena_(config.shared_limit_bytes, std::byte{0xFF}) {}
+        arena_(config.shared_limit_bytes, std::byte{0xFF}),
+        shadow_(config.shared_limit_bytes) {}
 
   LaunchStatus run() {
     for (unsigned z = 0; z < config_.grid.z && status_.ok(); ++z)
@@ -179,6 +201,63 @@ class GridRunner {
   }
 
   std::byte* shared_dynamic() { return arena_.data(); }
+  std::size_t dynamic_shared_bytes() const { return config_.dynamic_shared_bytes; }
+
+  void shared_out_of_bounds(const SharedArrayInfo& array, long long index) {
+    fail(LaunchErrorKind::invalid_argument, *t_thread, array.declared,
+         "index " + std::to_string(index) + " is outside shared array '" + array.name + "' of " +
+             std::to_string(array.count) + " elements");
+  }
+
+  // Two accesses of different threads are ordered when a block barrier lies between them, or,
+  // within one warp, a warp intrinsic the warp completed. Accesses are checked byte by byte.
+  void shared_access(const SharedArrayInfo& array, std::size_t index, const std::byte* address,
+                     std::size_t bytes, bool write) {
+    const auto offset = static_cast<std::size_t>(address - arena_.data());
+    const auto self = static_cast<std::int32_t>(t_thread - threads_.data());
+    const std::int32_t warp = self / 32;
+    const std::uint32_t warp_epoch = warp_epochs_[static_cast<std::size_t>(warp)];
+    auto unordered = [&](std::int32_t other, std::int32_t other_warp, std::uint32_t epoch,
+                         std::uint32_t other_warp_epoch) {
+      return other != self && epoch == barrier_epoch_ &&
+             !(other_warp == warp && other_warp_epoch != warp_epoch);
+    };
+    for (std::size_t b = offset; b < offset + bytes && b < shadow_.size(); ++b) {
+      ShadowByte& shadow = shadow_[b];
+      // A read of unwritten bytes is a race if another thread writes them before the next
+      // barrier, else a read of uninitialised memory, reported when the barrier is reached.
+      if (!write && shadow.writer == ShadowByte::kNone && !uninitialized_read_) {
+        uninitialized_read_ =
+            UninitializedRead{self, array.declared,
+                              "thread " + text(t_thread->index) + " reads element " +
+                                  std::to_string(index) + " of shared array '" + array.name +
+                                  "', which no thread of the block has written" + since_barrier()};
+      }
+      if (shadow.writer != ShadowByte::kNone &&
+          unordered(shadow.writer, shadow.writer / 32, shadow.write_epoch,
+                    shadow.write_warp_epoch)) {
+        return race(array, index, write, "wrote", shadow.writer);
+      }
+      if (write && shadow.reader != ShadowByte::kNone &&
+          unordered(shadow.reader, shadow.readers_warp, shadow.read_epoch,
+                    shadow.read_warp_epoch)) {
+        return race(array, index, write, "read", shadow.reader);
+      }
+      if (write) {
+        shadow = ShadowByte{self, barrier_epoch_, warp_epoch};
+      } else {
+        if (shadow.reader == ShadowByte::kNone || shadow.read_epoch != barrier_epoch_) {
+          shadow.reader = self;
+          shadow.readers_warp = warp;
+        } else if (shadow.reader != self) {
+          shadow.reader = ShadowByte::kSeveral;
+          if (shadow.readers_warp != warp) shadow.readers_warp = ShadowByte::kNone;
+        }
+        shadow.read_epoch = barrier_epoch_;
+        shadow.read_warp_epoch = warp_epoch;
+      }
+    }
+  }
 
   void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
     fail(kind, *t_thread, site, what);
@@ -189,6 +268,10 @@ class GridRunner {
     block_idx_ = block_idx;
     // Fresh shared memory: the poison pattern over whatever the previous block used.
     std::memset(arena_.data(), 0xFF, high_water_);
+    std::fill(shadow_.begin(), shadow_.begin() + static_cast<std::ptrdiff_t>(high_water_),
+              ShadowByte{});
+    barrier_epoch_ = 1;
+    uninitialized_read_.reset();
     statics_.clear();
     shared_end_ = config_.dynamic_shared_bytes;
     high_water_ = std::max(high_water_, shared_end_);
@@ -197,6 +280,7 @@ class GridRunner {
     const std::size_t count = static_cast<std::size_t>(dim.count());
     threads_.clear();
     threads_.resize(count);
+    warp_epochs_.assign((count + 31) / 32, 0);
     for (std::size_t i = 0; i < count; ++i) {
       EmulatedThread& thread = threads_[i];
       const unsigned linear = static_cast<unsigned>(i);
@@ -226,8 +310,10 @@ class GridRunner {
       }
       if (!status_.ok()) break;
       if (std::all_of(threads_.begin(), threads_.end(),
-                      [](const EmulatedThread& t) { return t.state == ThreadState::done; }))
+                      [](const EmulatedThread& t) { return t.state == ThreadState::done; })) {
+        report_uninitialized_read();
         break;
+      }
       if (resolve_warps() || !status_.ok()) continue;
       release_barrier();
     }
@@ -342,9 +428,22 @@ class GridRunner {
     }
     for (unsigned lane = 0; lane < 32; ++lane)
       if ((members & (1u << lane)) != 0) threads_[base + lane].state = ThreadState::runnable;
+    ++warp_epochs_[base / 32];
+  }
+
+  // Fails the launch for a read of unwritten shared memory that no other thread wrote before
+  // the barrier (or the block's end) that closes its interval.
+  bool report_uninitialized_read() {
+    if (!uninitialized_read_) return false;
+    const UninitializedRead read = std::move(*uninitialized_read_);
+    uninitialized_read_.reset();
+    fail(LaunchErrorKind::uninitialized_shared, threads_[static_cast<std::size_t>(read.thread)],
+         read.declared, read.what);
+    return true;
   }
 
   void release_barrier() {
+    if (report_uninitialized_read()) return;
     const EmulatedThread* first = nullptr;
     for (const EmulatedThread& t : threads_)
       if (t.state == ThreadState::at_barrier) {
@@ -368,7 +467,25 @@ class GridRunner {
         return;
       }
     }
+    last_barrier_ = first->site;
+    ++barrier_epoch_;
     for (EmulatedThread& t : threads_) t.state = ThreadState::runnable;
+  }
+
+  std::string since_barrier() const {
+    return barrier_epoch_ == 1 ? std::string(" since the kernel's start")
+                               : " since the __syncthreads at " + where(last_barrier_);
+  }
+
+  void race(const SharedArrayInfo& array, std::size_t index, bool write, const char* other_did,
+            std::int32_t other) {
+    const std::string who = other == ShadowByte::kSeveral
+                                ? std::string("other threads")
+                                : "thread " + text(threads_[static_cast<std::size_t>(other)].index);
+    fail(LaunchErrorKind::shared_race, *t_thread, array.declared,
+         "race on element " + std::to_string(index) + " of shared array '" + array.name +
+             "': thread " + text(t_thread->index) + (write ? " writes" : " reads") + " it and " +
+             who + " " + other_did + " it with no barrier between" + since_barrier());
   }
 
   void fail(LaunchErrorKind kind, const EmulatedThread& thread, const Site& site,
@@ -421,6 +538,11 @@ class GridRunner {
   const std::function<void()>& body_;
   FiberStacks& stacks_;
   std::vector<std::byte> arena_;
+  std::vector<ShadowByte> shadow_;
+  std::optional<UninitializedRead> uninitialized_read_;
+  std::uint32_t barrier_epoch_ = 1;
+  Site last_barrier_;
+  std::vector<std::uint32_t> warp_epochs_;
   std::vector<StaticAllocation> statics_;
   std::size_t shared_end_ = 0;
   std::size_t high_water_ = 0;
@@ -500,6 +622,16 @@ std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site) {
 }
 std::byte* shared_dynamic() {
   return runner().shared_dynamic();
+}
+std::size_t dynamic_shared_bytes() {
+  return runner().dynamic_shared_bytes();
+}
+void shared_access(const SharedArrayInfo& array, std::size_t index, const std::byte* address,
+                   std::size_t bytes, bool write) {
+  runner().shared_access(array, index, address, bytes, write);
+}
+void shared_out_of_bounds(const SharedArrayInfo& array, long long index) {
+  runner().shared_out_of_bounds(array, index);
 }
 void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
   runner().report_fault(kind, site, what);

@@ -42,11 +42,12 @@ __device__ __forceinline__ void store_aligned(void* address, V value) {
 
 #include "kernels/simt/builtins.h"
 #include "kernels/simt/launch.h"
+#include "kernels/simt/shared_span.h"
 
 #define TERN_SHARED(type, name, count) \
-  auto& name = ::tern::simt::detail::shared_array<type, (count)>()
+  const auto name = ::tern::simt::detail::shared_span<type>((count), #name)
 #define TERN_DYNAMIC_SHARED(type, name) \
-  type* name = reinterpret_cast<type*>(::tern::simt::detail::shared_dynamic())
+  const auto name = ::tern::simt::detail::dynamic_shared_span<type>(#name)
 #define TERN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
   (static_cast<void>(stream),                                                                    \
    ::tern::simt::record_launch(                                                                  \

@@ -40,6 +40,7 @@ unsigned active_mask();
 // every thread of the block; dynamic shared memory starts at the arena's beginning.
 std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site);
 std::byte* shared_dynamic();
+std::size_t dynamic_shared_bytes();
 
 // Fails the running launch with a fault found by a checked access (misaligned vector load, ...).
 void report_fault(LaunchErrorKind kind, Site site, const std::string& what);

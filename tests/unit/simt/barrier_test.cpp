@@ -58,7 +58,7 @@ TEST(SimtExecution, RunsTheLargestBlock) {
 // Sums in[0, n) per block with a shared-memory tree; with_barriers = false plants the fault.
 template <bool with_barriers>
 __global__ void tree_sum(const int* in, int* out) {
-  TERN_SHARED(int, partial, 256);
+  AT_LINE(g_line, TERN_SHARED(int, partial, 256));
   const unsigned t = threadIdx.x;
   partial[t] = in[blockIdx.x * blockDim.x + t];
   if (with_barriers) __syncthreads();
@@ -87,35 +87,74 @@ TEST(SimtBarrier, ReductionIsRightUnderEverySchedule) {
   }
 }
 
-TEST(SimtBarrier, MissingBarrierGivesAWrongSumUnderSomeSchedule) {
+// The emulator names the race of a missing barrier under every schedule, whatever the sum.
+TEST(SimtBarrier, MissingBarrierIsARaceNamingTheSharedArray) {
   DeviceVector<int> in(256, 1);
-  int wrong = 0;
   for (Schedule schedule : kAllSchedules) {
     DeviceValue<int> out(0);
-    ASSERT_TRUE(
-        launch("tree_sum", config_of(1, 256, schedule), tree_sum<false>, in.data(), out.ptr())
-            .ok());
-    wrong += *out != 256;
+    const LaunchStatus status =
+        launch("tree_sum", config_of(1, 256, schedule), tree_sum<false>, in.data(), out.ptr());
+    expect_fault(status, LaunchErrorKind::shared_race, "tree_sum", "barrier_test.cpp", g_line);
+    EXPECT_NE(status.message.find("shared array 'partial'"), std::string::npos) << status.message;
+    EXPECT_NE(status.message.find("no barrier between since the kernel's start"), std::string::npos)
+        << status.message;
   }
-  EXPECT_GT(wrong, 0);
 }
 
 // Each thread reads its neighbour's slot without a barrier after the writes: a race.
 __global__ void neighbour_race(int* out) {
-  TERN_SHARED(int, slots, 64);
+  AT_LINE(g_line, TERN_SHARED(int, slots, 64));
   slots[threadIdx.x] = static_cast<int>(threadIdx.x);
   out[threadIdx.x] = slots[(threadIdx.x + 1) % blockDim.x];
 }
 
-TEST(SimtBarrier, RaceOnSharedMemoryGivesAWrongResultUnderSomeSchedule) {
-  int wrong = 0;
+TEST(SimtBarrier, RaceOnSharedMemoryIsAnError) {
   for (Schedule schedule : kAllSchedules) {
     DeviceVector<int> out(64, 0);
-    ASSERT_TRUE(
-        launch("neighbour_race", config_of(1, 64, schedule), neighbour_race, out.data()).ok());
-    for (int t = 0; t < 64; ++t) wrong += out[t] != (t + 1) % 64;
+    const LaunchStatus status =
+        launch("neighbour_race", config_of(1, 64, schedule), neighbour_race, out.data());
+    expect_fault(status, LaunchErrorKind::shared_race, "neighbour_race", "barrier_test.cpp",
+                 g_line);
+    EXPECT_NE(status.message.find("element "), std::string::npos) << status.message;
   }
-  EXPECT_GT(wrong, 0);
+}
+
+// Two threads of different warps write one slot between the same two barriers.
+__global__ void double_write(int* out) {
+  AT_LINE(g_line, TERN_SHARED(int, slot, 1));
+  if (threadIdx.x == 0 || threadIdx.x == 40) slot[0] = static_cast<int>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = slot[0];
+}
+
+TEST(SimtBarrier, TwoWritesWithNoBarrierBetweenAreARace) {
+  DeviceVector<int> out(64, 0);
+  const LaunchStatus status = launch("double_write", config_of(1, 64), double_write, out.data());
+  expect_fault(status, LaunchErrorKind::shared_race, "double_write", "barrier_test.cpp", g_line);
+  EXPECT_NE(status.message.find("thread (40,0,0) writes it and thread (0,0,0) wrote it"),
+            std::string::npos)
+      << status.message;
+}
+
+// Lanes of one warp pass values through shared memory: ordered by __syncwarp, a race without.
+template <bool with_syncwarp>
+__global__ void warp_exchange(int* out) {
+  AT_LINE(g_line, TERN_SHARED(int, lanes, 32));
+  lanes[threadIdx.x] = static_cast<int>(threadIdx.x) * 3;
+  if (with_syncwarp) __syncwarp();
+  out[threadIdx.x] = lanes[31 - threadIdx.x];
+}
+
+TEST(SimtBarrier, SyncwarpOrdersSharedAccessesWithinAWarp) {
+  for (Schedule schedule : kAllSchedules) {
+    DeviceVector<int> out(32, 0);
+    ASSERT_TRUE(
+        launch("warp_exchange", config_of(1, 32, schedule), warp_exchange<true>, out.data()).ok());
+    for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], (31 - t) * 3);
+    expect_fault(
+        launch("warp_exchange", config_of(1, 32, schedule), warp_exchange<false>, out.data()),
+        LaunchErrorKind::shared_race, "warp_exchange", "barrier_test.cpp", g_line);
+  }
 }
 
 __global__ void divergent_barrier(int* out) {

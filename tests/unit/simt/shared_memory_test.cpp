@@ -12,56 +12,56 @@ namespace tern::simt {
 namespace {
 
 int g_line = 0;
+int g_other_line = 0;
 
 // Only the first half of the block writes its slot; every thread reads its own slot after the
 // barrier, so the second half reads shared memory that nothing wrote.
 __global__ void half_written(float* out) {
-  TERN_SHARED(float, slots, 64);
+  AT_LINE(g_line, TERN_SHARED(float, slots, 64));
   if (threadIdx.x < 32) slots[threadIdx.x] = 1.0f;
-  __syncthreads();
+  AT_LINE(g_other_line, __syncthreads());
   out[threadIdx.x] = slots[threadIdx.x] * 2.0f;
 }
 
-TEST(SimtSharedMemory, ReadBeforeWriteGivesThePoisonPattern) {
-  DeviceVector<float> out(64);
-  ASSERT_TRUE(launch("half_written", config_of(1, 64), half_written, out.data()).ok());
-  float sum = 0;
-  for (unsigned t = 0; t < 64; ++t) {
-    if (t < 32) {
-      EXPECT_EQ(out[t], 2.0f);
-    } else {
-      EXPECT_TRUE(std::isnan(out[t])) << t;
-    }
-    sum += out[t];
+TEST(SimtSharedMemory, ReadBeforeAnyWriteIsAnError) {
+  for (Schedule schedule : kAllSchedules) {
+    DeviceVector<float> out(64);
+    const LaunchStatus status =
+        launch("half_written", config_of(1, 64, schedule), half_written, out.data());
+    expect_fault(status, LaunchErrorKind::uninitialized_shared, "half_written",
+                 "shared_memory_test.cpp", g_line);
+    EXPECT_NE(status.message.find("of shared array 'slots', which no thread of the block has "
+                                  "written since the __syncthreads at "),
+              std::string::npos)
+        << status.message;
+    EXPECT_NE(status.message.find("shared_memory_test.cpp:" + std::to_string(g_other_line)),
+              std::string::npos)
+        << status.message;
   }
-  // A reduction over such a buffer does not silently come out plausible.
-  EXPECT_TRUE(std::isnan(sum));
 }
 
 // Block 0 writes the slot and reads it back; later blocks only read it.
 __global__ void read_previous_block(std::uint32_t* out) {
   TERN_SHARED(std::uint32_t, slot, 1);
-  if (blockIdx.x == 0) slot[0] = 42;
+  if (blockIdx.x == 0 && threadIdx.x == 0) slot[0] = 42;
   __syncthreads();
   out[blockIdx.x] = slot[0];
 }
 
-TEST(SimtSharedMemory, EachBlockStartsFromFreshPoisonedMemory) {
+TEST(SimtSharedMemory, EachBlockStartsFromFreshUnwrittenMemory) {
   DeviceVector<std::uint32_t> out(3);
-  ASSERT_TRUE(
-      launch("read_previous_block", config_of(3, 32), read_previous_block, out.data()).ok());
+  const LaunchStatus status =
+      launch("read_previous_block", config_of(3, 32), read_previous_block, out.data());
+  EXPECT_EQ(status.kind, LaunchErrorKind::uninitialized_shared) << status.message;
+  EXPECT_NE(status.message.find("block (1,0,0)"), std::string::npos) << status.message;
   EXPECT_EQ(out[0], 42u);
-  EXPECT_EQ(out[1], 0xffffffffu);
-  EXPECT_EQ(out[2], 0xffffffffu);
 }
 
 // Reverses a row through dynamic shared memory, next to a static array.
-__global__ void reverse_row(const int* in, int* out, int* poison_seen) {
+__global__ void reverse_row(const int* in, int* out) {
   TERN_DYNAMIC_SHARED(int, row);
   TERN_SHARED(int, marker, 4);
   const unsigned t = threadIdx.x;
-  if (t == 0) poison_seen[blockIdx.x] = row[blockDim.x - 1];
-  __syncthreads();
   row[t] = in[blockIdx.x * blockDim.x + t];
   if (t < 4) marker[t] = -7;
   __syncthreads();
@@ -71,23 +71,39 @@ __global__ void reverse_row(const int* in, int* out, int* poison_seen) {
 TEST(SimtSharedMemory, DynamicSharedMemoryIsPerBlockAndApartFromStatic) {
   const unsigned n = 50;
   DeviceVector<int> in(2 * n), out(2 * n);
-  DeviceVector<int> poison(2);
   for (unsigned i = 0; i < 2 * n; ++i) in[i] = static_cast<int>(i);
   for (Schedule schedule : kAllSchedules) {
     ASSERT_TRUE(launch("reverse_row", config_of(2, n, schedule, n * sizeof(int)), reverse_row,
-                       in.data(), out.data(), poison.data())
+                       in.data(), out.data())
                     .ok());
-    for (unsigned b = 0; b < 2; ++b) {
-      EXPECT_EQ(poison[b], -1);
+    for (unsigned b = 0; b < 2; ++b)
       for (unsigned t = 0; t < n; ++t) EXPECT_EQ(out[b * n + t], in[b * n + n - 1 - t]);
-    }
   }
+}
+
+// The dynamic array holds exactly the launch's bytes: one element past them is out of bounds.
+__global__ void past_dynamic_end(int* out) {
+  AT_LINE(g_line, TERN_DYNAMIC_SHARED(int, row));
+  row[threadIdx.x] = 1;
+  __syncthreads();
+  out[threadIdx.x] = row[threadIdx.x + 1];
+}
+
+TEST(SimtSharedMemory, IndexOutsideASharedArrayIsAnError) {
+  DeviceVector<int> out(8);
+  const LaunchStatus status = launch("past_dynamic_end", config_of(1, 8, Schedule::forward, 32),
+                                     past_dynamic_end, out.data());
+  expect_fault(status, LaunchErrorKind::invalid_argument, "past_dynamic_end",
+               "shared_memory_test.cpp", g_line);
+  EXPECT_NE(status.message.find("index 8 is outside shared array 'row' of 8 elements"),
+            std::string::npos)
+      << status.message;
 }
 
 __global__ void big_static(int* out) {
   AT_LINE(g_line, TERN_SHARED(char, bytes, 40 * 1024));
-  bytes[threadIdx.x] = 1;
-  out[0] = bytes[0];
+  if (threadIdx.x == 0) bytes[0] = 1;
+  if (threadIdx.x == 0) out[0] = bytes[0];
 }
 
 TEST(SimtSharedMemory, StaticPlusDynamicOverTheLimitIsAnError) {
