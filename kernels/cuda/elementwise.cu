@@ -1,6 +1,7 @@
 #include "kernels/cuda/elementwise.h"
 
 #include "kernels/cuda/elementwise_kernel.cuh"
+#include "kernels/cuda/kernel_table.h"
 
 namespace tern::kernels::cuda {
 namespace {
@@ -25,5 +26,8 @@ cudaError_t launch_add(float* into, const float* from, long long n, cudaStream_t
   TERN_LAUNCH(add_kernel, blocks_for(n), kThreads, 0, stream, into, from, n);
   return cudaGetLastError();
 }
+
+TERN_KERNEL_TABLE_PART(elementwise, TERN_KERNEL_ENTRY(silu_mul_kernel),
+                       TERN_KERNEL_ENTRY(add_kernel))
 
 }  // namespace tern::kernels::cuda

@@ -1,0 +1,50 @@
+#pragma once
+
+// The table of every CUDA kernel, exported by both builds of kernels/cuda: nvcc's
+// (tern_kernels_cuda) and the SIMT emulator's (tern_kernels_emulated). Each launcher .cu file
+// lists the kernels it instantiates with TERN_KERNEL_TABLE_PART, and TERN_CUDA_KERNEL_FILES names
+// those files; the test KernelTable.* and the CTest check kernel_table_nvcc_matches_emulated
+// compare the two builds' tables (names and parameter types) and the kernels in the sources.
+
+#include <cstddef>
+#include <typeinfo>
+#include <vector>
+
+// The launcher files, each with one TERN_KERNEL_TABLE_PART.
+#define TERN_CUDA_KERNEL_FILES(X) \
+  X(elementwise)                  \
+  X(rms_norm)
+
+namespace tern::kernels::cuda {
+
+struct KernelEntry {
+  const char* name;       // as written in the launcher, template arguments included
+  const char* signature;  // the kernel's function type, mangled
+};
+
+struct KernelTablePart {
+  const KernelEntry* entries;
+  std::size_t count;
+};
+
+// Every kernel of every launcher file, in TERN_CUDA_KERNEL_FILES order.
+std::vector<KernelEntry> kernel_table();
+
+#define TERN_KERNEL_TABLE_DECLARE_PART(file) KernelTablePart kernel_table_part_##file();
+TERN_CUDA_KERNEL_FILES(TERN_KERNEL_TABLE_DECLARE_PART)
+#undef TERN_KERNEL_TABLE_DECLARE_PART
+
+}  // namespace tern::kernels::cuda
+
+// One entry; a kernel whose template arguments hold a comma goes in parentheses.
+#define TERN_KERNEL_ENTRY(kernel)            \
+  ::tern::kernels::cuda::KernelEntry {       \
+#kernel, typeid(decltype(kernel)).name() \
+  }
+
+// At namespace tern::kernels::cuda scope in the launcher file `file`.cu.
+#define TERN_KERNEL_TABLE_PART(file, ...)                   \
+  KernelTablePart kernel_table_part_##file() {              \
+    static const KernelEntry entries[] = {__VA_ARGS__};     \
+    return {entries, sizeof(entries) / sizeof(entries[0])}; \
+  }
