@@ -13,7 +13,9 @@
 // The launcher files, each with one TERN_KERNEL_TABLE_PART.
 #define TERN_CUDA_KERNEL_FILES(X) \
   X(elementwise)                  \
-  X(rms_norm)
+  X(kv_store)                     \
+  X(rms_norm)                     \
+  X(rope)
 
 namespace tern::kernels::cuda {
 
