@@ -59,7 +59,7 @@ def main():
         per_arch = {a: {r["mangled"]: r for r in report(source, a)} for a in archs}
         names = list(per_arch[archs[0]].keys())
         for mangled, pretty in zip(names, demangle(names)):
-            pretty = re.sub(r"^void |tern::kernels::cuda::", "", pretty)
+            pretty = re.sub(r"^void |tern::kernels::cuda::", "", pretty).split("(")[0]
             cells = []
             for a in archs:
                 r = per_arch[a].get(mangled)
