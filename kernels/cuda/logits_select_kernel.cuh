@@ -56,12 +56,15 @@ __global__ void argmax_kernel(const float* __restrict__ logits, int vocab,
   if (threadIdx.x == 0) indices[blockIdx.x] = key_index(best);
 }
 
-// The k best of a row, k <= vocab, in three steps, each a fixed function of the row:
+// The k best of a row, k <= vocab, in three steps, each a fixed function of the row (keys are
+// distinct, so every rank below is exact whatever the schedule):
 //  1. each thread's best key; the k-th best of those, `cutoff`, is at or below the row's k-th
 //     best key, since k distinct elements (those threads' bests) reach it;
-//  2. each thread keeps its keys >= cutoff (the row's top k among them) in kSlots shared slots;
-//  3. k rounds, each taking the largest key below the previous round's, over the slots, or over
-//     the whole row when some thread had more than kSlots candidates (many equal values).
+//  2. each thread keeps its keys >= cutoff, a superset of the row's top k, in kSlots shared
+//     slots: for rows of distinct values about k of them in all;
+//  3. each candidate's rank is the number of candidates above it; ranks below k are the output.
+// When some thread has more than kSlots candidates (long runs of equal values) step 3 is k rounds
+// instead, each taking the largest key of the whole row below the previous round's.
 template <int kThreads, int kSlots>
 __global__ void top_k_kernel(const float* __restrict__ logits, int vocab, int k,
                              float* __restrict__ values, std::int32_t* __restrict__ indices) {
@@ -69,15 +72,24 @@ __global__ void top_k_kernel(const float* __restrict__ logits, int vocab, int k,
   float* row_values = values + static_cast<long long>(blockIdx.x) * k;
   std::int32_t* row_indices = indices + static_cast<long long>(blockIdx.x) * k;
 
+  TERN_SHARED(unsigned long long, bests, kThreads);
+  TERN_SHARED(unsigned long long, shared_cutoff, 1);
   unsigned long long own_best = 0;
   for (int i = threadIdx.x; i < vocab; i += kThreads)
     own_best = max(own_best, logit_key(row[i], i));
-  unsigned long long cutoff = ~0ull;  // above every key: the first round takes the best
-  for (int round = 0; round < k; ++round) {
-    cutoff = block_max_key<kThreads>(own_best < cutoff ? own_best : 0ull);
+  bests[threadIdx.x] = own_best;
+  __syncthreads();
+  // At least k threads have an element (k <= vocab, k <= kThreads): exactly one has rank k - 1.
+  if (own_best != 0) {
+    int rank = 0;
+    for (int t = 0; t < kThreads; ++t) rank += bests[t] > own_best ? 1 : 0;
+    if (rank == k - 1) shared_cutoff[0] = own_best;
   }
+  __syncthreads();
+  const unsigned long long cutoff = shared_cutoff[0];
 
   TERN_SHARED(unsigned long long, slots, kSlots* kThreads);
+  TERN_SHARED(int, counts, kThreads);
   int count = 0;
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
     const unsigned long long key = logit_key(row[i], i);
@@ -85,21 +97,31 @@ __global__ void top_k_kernel(const float* __restrict__ logits, int vocab, int k,
     if (count < kSlots) slots[count * kThreads + threadIdx.x] = key;
     ++count;
   }
+  counts[threadIdx.x] = min(count, kSlots);
+  // Its barriers also publish slots and counts.
   const bool whole_row = block_max_key<kThreads>(static_cast<unsigned long long>(count)) > kSlots;
 
-  unsigned long long previous = ~0ull;
+  if (!whole_row) {
+    for (int s = 0; s < count; ++s) {
+      const unsigned long long key = slots[s * kThreads + threadIdx.x];
+      int rank = 0;
+      for (int t = 0; t < kThreads; ++t) {
+        for (int u = 0; u < counts[t]; ++u) rank += slots[u * kThreads + t] > key ? 1 : 0;
+      }
+      if (rank < k) {
+        const int index = key_index(key);
+        row_indices[rank] = index;
+        row_values[rank] = row[index];
+      }
+    }
+    return;
+  }
+  unsigned long long previous = ~0ull;  // above every key: the first round takes the best
   for (int round = 0; round < k; ++round) {
     unsigned long long best = 0;
-    if (whole_row) {
-      for (int i = threadIdx.x; i < vocab; i += kThreads) {
-        const unsigned long long key = logit_key(row[i], i);
-        if (key < previous) best = max(best, key);
-      }
-    } else {
-      for (int s = 0; s < count; ++s) {
-        const unsigned long long key = slots[s * kThreads + threadIdx.x];
-        if (key < previous) best = max(best, key);
-      }
+    for (int i = threadIdx.x; i < vocab; i += kThreads) {
+      const unsigned long long key = logit_key(row[i], i);
+      if (key < previous) best = max(best, key);
     }
     previous = block_max_key<kThreads>(best);
     if (threadIdx.x == 0) {
