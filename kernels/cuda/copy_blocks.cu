@@ -1,6 +1,7 @@
 #include "kernels/cuda/copy_blocks.h"
 
 #include "kernels/cuda/copy_blocks_kernel.cuh"
+#include "kernels/cuda/kernel_table.h"
 
 namespace tern::kernels::cuda {
 namespace {
@@ -50,5 +51,7 @@ cudaError_t launch_copy_blocks(void* const* k_pools, void* const* v_pools, int l
   }
   return cudaSuccess;
 }
+
+TERN_KERNEL_TABLE_PART(copy_blocks, TERN_KERNEL_ENTRY(copy_blocks_kernel<kThreads>))
 
 }  // namespace tern::kernels::cuda

@@ -1,6 +1,7 @@
 #include "kernels/cuda/embedding.h"
 
 #include "kernels/cuda/embedding_kernel.cuh"
+#include "kernels/cuda/kernel_table.h"
 
 namespace tern::kernels::cuda {
 namespace {
@@ -46,5 +47,13 @@ cudaError_t launch_embedding_gather(TensorType type, const void* table, long lon
       return cudaErrorInvalidValue;
   }
 }
+
+TERN_KERNEL_TABLE_PART(embedding, TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::f32>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::f16>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::bf16>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q8_0>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q4_0>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q4_k>),
+                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q6_k>))
 
 }  // namespace tern::kernels::cuda

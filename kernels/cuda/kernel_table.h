@@ -12,7 +12,10 @@
 
 // The launcher files, each with one TERN_KERNEL_TABLE_PART.
 #define TERN_CUDA_KERNEL_FILES(X) \
+  X(copy_blocks)                  \
   X(elementwise)                  \
+  X(embedding)                    \
+  X(logits_select)                \
   X(kv_store)                     \
   X(rms_norm)                     \
   X(rope)

@@ -1,5 +1,6 @@
 #include "kernels/cuda/logits_select.h"
 
+#include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/logits_select_kernel.cuh"
 
 namespace tern::kernels::cuda {
@@ -28,5 +29,8 @@ cudaError_t launch_top_k(const float* logits, int rows, int vocab, int k, float*
               indices);
   return cudaGetLastError();
 }
+
+TERN_KERNEL_TABLE_PART(logits_select, TERN_KERNEL_ENTRY(argmax_kernel<kThreads>),
+                       TERN_KERNEL_ENTRY((top_k_kernel<kThreads, kSlots>)))
 
 }  // namespace tern::kernels::cuda
