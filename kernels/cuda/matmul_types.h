@@ -102,12 +102,15 @@ inline bool aligned_to(const void* pointer, unsigned alignment) {
 }
 
 // cudaErrorInvalidValue for a launch the kernels cannot run: an unsupported weight type, cols not
-// a whole number of the type's blocks, a missing or misaligned pointer, negative sizes.
+// a whole number of the type's blocks, rows of 2 GiB or more, a missing or misaligned pointer,
+// negative sizes.
 inline cudaError_t check_matmul_arguments(const DeviceWeights& w, const DeviceActivations& x,
                                           int tokens, const float* y) {
   const int block = matmul_block_cols(w.type);
   if (block == 0 || w.rows <= 0 || w.cols <= 0 || w.cols % block != 0 || tokens < 0)
     return cudaErrorInvalidValue;
+  // The kernels address bytes within a row with int.
+  if (matmul_row_bytes(w.type, w.cols) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (w.data == nullptr || y == nullptr || !aligned_to(w.data, matmul_weight_alignment(w.type)) ||
       !aligned_to(y, alignof(float)))
     return cudaErrorInvalidValue;

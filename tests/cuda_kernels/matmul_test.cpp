@@ -397,6 +397,7 @@ TEST(CudaMatmul, MalformedShapesAreRefusedWithoutALaunch) {
       {"unsupported type", {TensorType::q5_0, 4, 256, weights.data()}, both, 1},
       {"no rows", {TensorType::f32, 0, 32, weights.data()}, both, 1},
       {"no cols", {TensorType::f16, 4, 0, weights.data()}, both, 1},
+      {"rows of 2 GiB or more", {TensorType::f32, 1, 0x7ffffff0, weights.data()}, both, 1},
       {"negative tokens", {TensorType::q8_0, 4, 32, weights.data()}, both, -1},
       {"no weights", {TensorType::q8_0, 4, 32, nullptr}, both, 1},
       {"no Q8_1 activations", {TensorType::q4_k, 4, 256, weights.data()}, {x.data(), nullptr}, 1},
