@@ -66,30 +66,37 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
       }
       __syncthreads();
       const int chunk = stage + lane;
-      if (chunk < chunks) {
+      if (chunk < chunks && row0 < rows) {
+        // The warp's rows' weights for this chunk, then each token's activations read once from
+        // shared memory for all of them. Rows past the end compute on the last row and are not
+        // stored.
+        typename Ops::Scales scales[kGemmRowsPerWarp];
+        Quarter parts[kGemmRowsPerWarp][4];
         TERN_MATMUL_UNROLL
         for (int r = 0; r < kGemmRowsPerWarp; ++r) {
-          if (row0 + r < rows) {
-            const unsigned char* w_row = w + static_cast<long long>(row0 + r) * row_bytes;
-            const typename Ops::Scales scales = Ops::scales(w_row, chunk);
-            Quarter parts[4];
+          const unsigned char* w_row =
+              w + static_cast<long long>(min(row0 + r, rows - 1)) * row_bytes;
+          scales[r] = Ops::scales(w_row, chunk);
+          TERN_MATMUL_UNROLL
+          for (int s = 0; s < 4; ++s) parts[r][s] = Ops::quarter(w_row, chunk, s);
+        }
+        TERN_MATMUL_UNROLL
+        for (int t = 0; t < kGemmTokens; ++t) {
+          if (t < count) {
+            int quants[8];
             TERN_MATMUL_UNROLL
-            for (int s = 0; s < 4; ++s) parts[s] = Ops::quarter(w_row, chunk, s);
+            for (int q = 0; q < 8; ++q)
+              quants[q] = tile[((2 + q) * kGemmTokens + t) * kGemmStageChunks + lane];
+            const float xd = __int_as_float(tile[t * kGemmStageChunks + lane]);
+            const int xsum = tile[(kGemmTokens + t) * kGemmStageChunks + lane];
             TERN_MATMUL_UNROLL
-            for (int t = 0; t < kGemmTokens; ++t) {
-              if (t < count) {
-                int dot = 0;
-                TERN_MATMUL_UNROLL
-                for (int s = 0; s < 4; ++s) {
-                  dot += quarter_dot(
-                      parts[s],
-                      tile[((2 + Ops::x_word(s, 0)) * kGemmTokens + t) * kGemmStageChunks + lane],
-                      tile[((2 + Ops::x_word(s, 1)) * kGemmTokens + t) * kGemmStageChunks + lane]);
-                }
-                const float xd = __int_as_float(tile[t * kGemmStageChunks + lane]);
-                const int xsum = tile[(kGemmTokens + t) * kGemmStageChunks + lane];
-                acc[r][t] = Ops::accumulate(scales, dot, xd, xsum, acc[r][t]);
-              }
+            for (int r = 0; r < kGemmRowsPerWarp; ++r) {
+              int dot = 0;
+              TERN_MATMUL_UNROLL
+              for (int s = 0; s < 4; ++s)
+                dot +=
+                    quarter_dot(parts[r][s], quants[Ops::x_word(s, 0)], quants[Ops::x_word(s, 1)]);
+              acc[r][t] = Ops::accumulate(scales[r], dot, xd, xsum, acc[r][t]);
             }
           }
         }
@@ -111,16 +118,20 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
       TERN_MATMUL_UNROLL
       for (int step = 0; step < kGemmStageCols / kSlots; ++step) {
         const int k = step * kSlots + lane;
-        if (stage + k < cols) {
+        if (stage + k < cols && row0 < rows) {
+          float weights[kGemmRowsPerWarp];
           TERN_MATMUL_UNROLL
           for (int r = 0; r < kGemmRowsPerWarp; ++r) {
-            if (row0 + r < rows) {
-              const float weight =
-                  weight_at<kType>(w + static_cast<long long>(row0 + r) * row_bytes, stage + k);
+            weights[r] = weight_at<kType>(
+                w + static_cast<long long>(min(row0 + r, rows - 1)) * row_bytes, stage + k);
+          }
+          TERN_MATMUL_UNROLL
+          for (int t = 0; t < kGemmTokens; ++t) {
+            if (t < count) {
+              const float value = tile[t * kGemmStageCols + k];
               TERN_MATMUL_UNROLL
-              for (int t = 0; t < kGemmTokens; ++t) {
-                if (t < count) acc[r][t] = fmaf(weight, tile[t * kGemmStageCols + k], acc[r][t]);
-              }
+              for (int r = 0; r < kGemmRowsPerWarp; ++r)
+                acc[r][t] = fmaf(weights[r], value, acc[r][t]);
             }
           }
         }

@@ -82,7 +82,7 @@ struct ChunkOps<TensorType::q8_0> {
   struct Scales {
     float d;
   };
-  __device__ static __forceinline__ int x_word(int quarter, int i) { return 2 * quarter + i; }
+  __device__ static constexpr int x_word(int quarter, int i) { return 2 * quarter + i; }
   __device__ static __forceinline__ Scales scales(const unsigned char* row, int chunk) {
     return {load_f16(row + chunk * 34)};
   }
@@ -103,7 +103,7 @@ struct ChunkOps<TensorType::q4_0> {
   struct Scales {
     float d;
   };
-  __device__ static __forceinline__ int x_word(int quarter, int i) { return quarter + 4 * i; }
+  __device__ static constexpr int x_word(int quarter, int i) { return quarter + 4 * i; }
   __device__ static __forceinline__ Scales scales(const unsigned char* row, int chunk) {
     return {load_f16(row + chunk * 18)};
   }
@@ -128,7 +128,7 @@ struct ChunkOps<TensorType::q4_k> {
     int scale;
     int min;
   };
-  __device__ static __forceinline__ int x_word(int quarter, int i) { return 2 * quarter + i; }
+  __device__ static constexpr int x_word(int quarter, int i) { return 2 * quarter + i; }
   __device__ static __forceinline__ Scales scales(const unsigned char* row, int chunk) {
     const unsigned char* block = row + (chunk / 8) * 144;
     Scales w;
@@ -159,7 +159,7 @@ struct ChunkOps<TensorType::q6_k> {
   struct Scales {
     float d;
   };
-  __device__ static __forceinline__ int x_word(int quarter, int i) { return 2 * quarter + i; }
+  __device__ static constexpr int x_word(int quarter, int i) { return 2 * quarter + i; }
   __device__ static __forceinline__ Scales scales(const unsigned char* row, int chunk) {
     return {load_f16(row + (chunk / 8) * 210 + 208)};
   }
