@@ -1,0 +1,16 @@
+#pragma once
+
+#include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/matmul_types.h"
+
+namespace tern::kernels::cuda {
+
+// y[t * w.rows + r] = dot(row r of w, token t of x) for t < tokens: the prefill GEMM on CUDA
+// cores, tiles of 16 rows x 8 tokens with the activations staged in shared memory. Integer
+// formats read x.q8_1 (launch_quantize_activations_q8_1), float formats x.f32. Batch-invariant
+// and bit-identical to launch_gemv (kernels/cuda/matmul_chunks.cuh). cudaErrorInvalidValue,
+// with nothing launched, for what check_matmul_arguments refuses; tokens == 0 does nothing.
+cudaError_t launch_gemm(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
+                        cudaStream_t stream);
+
+}  // namespace tern::kernels::cuda

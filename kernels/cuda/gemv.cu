@@ -1,0 +1,56 @@
+#include "kernels/cuda/gemv.h"
+
+#include "kernels/cuda/gemv_kernel.cuh"
+
+namespace tern::kernels::cuda {
+namespace {
+
+template <TensorType kType, int kTokens>
+cudaError_t launch_gemv_tokens(const DeviceWeights& w, const DeviceActivations& x, int tokens,
+                               float* y, cudaStream_t stream) {
+  const dim3 grid((w.rows + kGemvWarps - 1) / kGemvWarps, (tokens + kTokens - 1) / kTokens);
+  TERN_LAUNCH((gemv_kernel<kType, kTokens>), grid, 32 * kGemvWarps, 0, stream,
+              static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.f32, x.q8_1, tokens, y);
+  return cudaGetLastError();
+}
+
+// The narrowest kernel that takes all tokens in one thread block (registers for as many
+// partial sums as tokens); beyond 8 tokens, blocks of 8. The bits do not depend on the choice.
+template <TensorType kType>
+cudaError_t launch_gemv_as(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
+                           cudaStream_t stream) {
+  if (tokens == 1) return launch_gemv_tokens<kType, 1>(w, x, tokens, y, stream);
+  if (tokens == 2) return launch_gemv_tokens<kType, 2>(w, x, tokens, y, stream);
+  if (tokens <= 4) return launch_gemv_tokens<kType, 4>(w, x, tokens, y, stream);
+  return launch_gemv_tokens<kType, kGemvMaxTokens>(w, x, tokens, y, stream);
+}
+
+}  // namespace
+
+cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
+                        cudaStream_t stream) {
+  if (const cudaError_t error = check_matmul_arguments(w, x, tokens, y); error != cudaSuccess)
+    return error;
+  if (tokens == 0) return cudaSuccess;
+  if ((tokens + kGemvMaxTokens - 1) / kGemvMaxTokens > 65535) return cudaErrorInvalidValue;
+  switch (w.type) {
+    case TensorType::f32:
+      return launch_gemv_as<TensorType::f32>(w, x, tokens, y, stream);
+    case TensorType::f16:
+      return launch_gemv_as<TensorType::f16>(w, x, tokens, y, stream);
+    case TensorType::bf16:
+      return launch_gemv_as<TensorType::bf16>(w, x, tokens, y, stream);
+    case TensorType::q8_0:
+      return launch_gemv_as<TensorType::q8_0>(w, x, tokens, y, stream);
+    case TensorType::q4_0:
+      return launch_gemv_as<TensorType::q4_0>(w, x, tokens, y, stream);
+    case TensorType::q4_k:
+      return launch_gemv_as<TensorType::q4_k>(w, x, tokens, y, stream);
+    case TensorType::q6_k:
+      return launch_gemv_as<TensorType::q6_k>(w, x, tokens, y, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace tern::kernels::cuda

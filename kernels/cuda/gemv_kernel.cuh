@@ -1,0 +1,104 @@
+#pragma once
+
+// The decode GEMV, shared source (nvcc via gemv.cu, the host compiler against the SIMT
+// emulator). One warp per weight row and up to kGemvMaxTokens tokens: a row is streamed once from
+// global memory for all of them. The warp computes the canonical order of matmul_chunks.cuh
+// (quarter chunks per lane for the integer formats, slot s in lane s for the float ones), so a
+// row gets the bits the GEMM gives it.
+
+#include "kernels/cuda/matmul_chunks.cuh"
+
+namespace tern::kernels::cuda {
+
+inline constexpr int kGemvWarps = 4;      // rows per thread block
+inline constexpr int kGemvMaxTokens = 8;  // tokens per thread block at most
+
+// kTokens (1, 2, 4 or 8) tokens per thread block, the partial sums of each in registers.
+// Grid: (ceil(rows / kGemvWarps), ceil(tokens / kTokens)), blocks of 32 * kGemvWarps.
+template <TensorType kType, int kTokens>
+__global__ void __launch_bounds__(32 * kGemvWarps, 1)
+    gemv_kernel(const unsigned char* __restrict__ w, int rows, int cols,
+                const float* __restrict__ x, const BlockQ8_1* __restrict__ xq, int tokens,
+                float* __restrict__ y) {
+  const int row = blockIdx.x * kGemvWarps + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp; no block-wide barrier follows
+  const int lane = threadIdx.x % 32;
+  const int token0 = blockIdx.y * kTokens;
+  const int count = min(kTokens, tokens - token0);
+  const unsigned char* w_row = w + static_cast<long long>(row) * matmul_row_bytes(kType, cols);
+
+  if constexpr (reads_q8_1_activations(kType)) {
+    using Ops = ChunkOps<kType>;
+    const int chunks = cols / 32;
+    // Quad `quad` (lanes 4 quad .. 4 quad + 3) takes chunks 8 j + quad of every 32, one quarter
+    // per lane, so a warp reads 8 consecutive blocks at a time. acc[j][t] is slot 8 j + quad,
+    // held alike by the quad's four lanes.
+    const int quad = lane / 4, quarter = lane % 4;
+    float acc[4][kTokens];
+    TERN_MATMUL_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      TERN_MATMUL_UNROLL
+      for (int t = 0; t < kTokens; ++t) acc[j][t] = 0.0f;
+    }
+    for (int base = 0; base < chunks; base += kSlots) {
+      TERN_MATMUL_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        if (base + 8 * j >= chunks) break;  // the same for the whole warp
+        const int chunk = base + 8 * j + quad;
+        const bool valid = chunk < chunks;
+        Quarter part = {{0, 0}, 0};
+        typename Ops::Scales scales{};
+        if (valid) {
+          part = Ops::quarter(w_row, chunk, quarter);
+          scales = Ops::scales(w_row, chunk);
+        }
+        TERN_MATMUL_UNROLL
+        for (int t = 0; t < kTokens; ++t) {
+          if (t < count) {  // the same for the whole warp
+            const unsigned char* block = reinterpret_cast<const unsigned char*>(
+                xq + static_cast<long long>(token0 + t) * chunks + chunk);
+            int dot = 0;
+            if (valid) {
+              dot = quarter_dot(part, load_aligned<int>(block + 8 + 4 * Ops::x_word(quarter, 0)),
+                                load_aligned<int>(block + 8 + 4 * Ops::x_word(quarter, 1)));
+            }
+            dot += __shfl_xor_sync(0xffffffffu, dot, 1);  // the chunk's exact integer dot
+            dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+            if (valid) {
+              const float xd = __int_as_float(load_aligned<int>(block));
+              acc[j][t] = Ops::accumulate(scales, dot, xd, load_aligned<int>(block + 4), acc[j][t]);
+            }
+          }
+        }
+      }
+    }
+    TERN_MATMUL_UNROLL
+    for (int t = 0; t < kTokens; ++t) {
+      if (t < count) {
+        const float sum = quad_slots_sum(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
+        if (lane == 0) y[static_cast<long long>(token0 + t) * rows + row] = sum;
+      }
+    }
+  } else {
+    float acc[kTokens];
+    TERN_MATMUL_UNROLL
+    for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+    for (int k = lane; k < cols; k += kSlots) {
+      const float weight = weight_at<kType>(w_row, k);
+      TERN_MATMUL_UNROLL
+      for (int t = 0; t < kTokens; ++t) {
+        if (t < count)
+          acc[t] = fmaf(weight, x[static_cast<long long>(token0 + t) * cols + k], acc[t]);
+      }
+    }
+    TERN_MATMUL_UNROLL
+    for (int t = 0; t < kTokens; ++t) {
+      if (t < count) {  // the same for the whole warp
+        const float sum = warp_sum(acc[t]);
+        if (lane == 0) y[static_cast<long long>(token0 + t) * rows + row] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace tern::kernels::cuda
