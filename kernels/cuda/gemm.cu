@@ -1,6 +1,7 @@
 #include "kernels/cuda/gemm.h"
 
 #include "kernels/cuda/gemm_kernel.cuh"
+#include "kernels/cuda/kernel_table.h"
 
 namespace tern::kernels::cuda {
 namespace {
@@ -41,5 +42,13 @@ cudaError_t launch_gemm(const DeviceWeights& w, const DeviceActivations& x, int 
       return cudaErrorInvalidValue;
   }
 }
+
+TERN_KERNEL_TABLE_PART(gemm, TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f32>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f16>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::bf16>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q8_0>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q4_0>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q4_k>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q6_k>))
 
 }  // namespace tern::kernels::cuda

@@ -1,6 +1,7 @@
 #include "kernels/cuda/gemv.h"
 
 #include "kernels/cuda/gemv_kernel.cuh"
+#include "kernels/cuda/kernel_table.h"
 
 namespace tern::kernels::cuda {
 namespace {
@@ -52,5 +53,34 @@ cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int 
       return cudaErrorInvalidValue;
   }
 }
+
+TERN_KERNEL_TABLE_PART(gemv, TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, kGemvMaxTokens>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 1>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 2>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 4>)),
+                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, kGemvMaxTokens>)))
 
 }  // namespace tern::kernels::cuda

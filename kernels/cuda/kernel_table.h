@@ -15,7 +15,10 @@
   X(copy_blocks)                  \
   X(elementwise)                  \
   X(embedding)                    \
+  X(gemm)                         \
+  X(gemv)                         \
   X(logits_select)                \
+  X(quantize_q8_1)                \
   X(kv_store)                     \
   X(rms_norm)                     \
   X(rope)

@@ -1,5 +1,6 @@
 #include "kernels/cuda/quantize_q8_1.h"
 
+#include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/quantize_q8_1_kernel.cuh"
 
 namespace tern::kernels::cuda {
@@ -18,5 +19,7 @@ cudaError_t launch_quantize_activations_q8_1(const float* x, int tokens, int col
               blocks);
   return cudaGetLastError();
 }
+
+TERN_KERNEL_TABLE_PART(quantize_q8_1, TERN_KERNEL_ENTRY(quantize_q8_1_kernel))
 
 }  // namespace tern::kernels::cuda

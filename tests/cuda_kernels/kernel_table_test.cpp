@@ -27,7 +27,8 @@ TEST(KernelTable, ListsEveryKernelOfTheSourcesOnce) {
     EXPECT_NE(std::string(entry.signature), "") << entry.name;
     listed.insert(base_name(entry.name));
   }
-  const std::regex global_kernel(R"(__global__\s+void\s+(\w+)\s*\()");
+  const std::regex global_kernel(
+      R"(__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s+)?(\w+)\s*\()");
   std::set<std::string> defined;
   for (const auto& file : std::filesystem::directory_iterator(
            std::filesystem::path(TERN_SOURCE_DIR) / "kernels/cuda")) {
