@@ -29,8 +29,9 @@ inline constexpr int kAttentionSplitTiles = 4;
 inline constexpr int kAttentionSplit = kAttentionTile * kAttentionSplitTiles;
 inline constexpr int kAttentionThreads = 128;
 // Query vectors, (row, head) pairs of one KV head, one block works on: the GQA group of one row
-// in decode, as many rows as fit in prefill. Each K/V tile is read once for all of them.
-inline constexpr int kAttentionVectors = 16;
+// in decode, as many rows as fit in prefill. Each K/V tile is read once for all of them. It bounds
+// the GQA group (n_heads / n_kv_heads), as the CPU kernel's kAttentionHeadsPerPass bounds a pass.
+inline constexpr int kAttentionVectors = 8;
 inline constexpr int kAttentionMergeThreads = 128;
 
 // Sizes both kernels take by value.
@@ -99,8 +100,14 @@ __device__ __forceinline__ float kv_chunk_element(uint4 chunk, int i) {
 // partial_acc null: the block walks all of its rows' keys and writes out. Otherwise blockIdx.y /
 // n_kv_heads is the partition it walks; a row with one partition writes out, a longer one its
 // partition's maximum, sum and unnormalized output for paged_attention_merge_kernel.
+// Blocks per SM the register budget is set for: five (20 warps to keep loads in flight) is what
+// the shared memory of the largest head dim allows on sm_90; f32 rows need more registers to
+// stage, and spill at five. (With the block size alone ptxas aimed at 128 registers and spilled.)
+template <KvType kType>
+inline constexpr int kAttentionBlocksPerSm = kType == KvType::f32 ? 4 : 5;
+
 template <int kHeadDim, KvType kType>
-__global__ void __launch_bounds__(kAttentionThreads, 1)
+__global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType>)
     paged_attention_kernel(const float* __restrict__ q, float* __restrict__ out,
                            const int* __restrict__ query_starts,
                            const int* __restrict__ context_lens,
@@ -120,9 +127,9 @@ __global__ void __launch_bounds__(kAttentionThreads, 1)
   static_assert(kHeadDim % kChunkElements == 0, "K/V rows are read in 16-byte chunks");
   static_assert(kAttentionThreads % kAttentionTile == 0, "a thread's score pairs share one key");
 
-  TERN_SHARED(float, kv_tile, kAttentionTile* kRowStride);  // K, then V, of the current tile
-  TERN_SHARED(float, queries, kAttentionVectors* kHeadDim);
-  TERN_SHARED(float, scores, kAttentionVectors* kAttentionTile);  // then probabilities
+  TERN_SHARED(float, kv_tile, (kAttentionTile * kRowStride));  // K, then V, of the current tile
+  TERN_SHARED(float, queries, (kAttentionVectors * kHeadDim));
+  TERN_SHARED(float, scores, (kAttentionVectors * kAttentionTile));  // then probabilities
   TERN_SHARED(float, new_max_of, kAttentionVectors);
   TERN_SHARED(float, correction_of, kAttentionVectors);
   TERN_SHARED(float, sum_of, kAttentionVectors);
@@ -160,6 +167,12 @@ __global__ void __launch_bounds__(kAttentionThreads, 1)
   const int tid = threadIdx.x;
   // Vector v is head kv_head * group + v % group of row first_row + v / group.
   auto keys_of = [&](int v) { return first_position + v / group + 1; };
+  // Byte offset, in either pool, of 16-byte chunk `part` of this KV head's row at `position`.
+  auto chunk_offset = [&](int position, int part) {
+    return static_cast<long long>(block_table[position / p.block_size]) * block_bytes + head_bytes +
+           (static_cast<long long>(position % p.block_size) * kHeadDim + part * kChunkElements) *
+               kElementBytes;
+  };
 
   for (int i = tid; i < vectors * kHeadDim; i += kAttentionThreads) {
     const int v = i / kHeadDim;
@@ -196,12 +209,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 1)
       for (int c = tid; c < tile_keys * kChunksPerRow; c += kAttentionThreads) {
         const int key = c / kChunksPerRow;
         const int part = c % kChunksPerRow;
-        const int position = tile_start + key;
-        const long long offset =
-            static_cast<long long>(block_table[position / p.block_size]) * block_bytes +
-            head_bytes +
-            (static_cast<long long>(position % p.block_size) * kHeadDim + part * kChunkElements) *
-                kElementBytes;
+        const long long offset = chunk_offset(tile_start + key, part);
         const uint4 chunk = load_aligned<uint4>(static_cast<const unsigned char*>(k_pool) + offset);
         TERN_ATTENTION_UNROLL
         for (int e = 0; e < kChunkElements; ++e)
@@ -255,12 +263,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 1)
       for (int c = tid; c < tile_keys * kChunksPerRow; c += kAttentionThreads) {
         const int key = c / kChunksPerRow;
         const int part = c % kChunksPerRow;
-        const int position = tile_start + key;
-        const long long offset =
-            static_cast<long long>(block_table[position / p.block_size]) * block_bytes +
-            head_bytes +
-            (static_cast<long long>(position % p.block_size) * kHeadDim + part * kChunkElements) *
-                kElementBytes;
+        const long long offset = chunk_offset(tile_start + key, part);
         const uint4 chunk = load_aligned<uint4>(static_cast<const unsigned char*>(v_pool) + offset);
         TERN_ATTENTION_UNROLL
         for (int e = 0; e < kChunkElements; ++e)

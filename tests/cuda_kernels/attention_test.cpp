@@ -472,8 +472,8 @@ TEST(CudaPagedAttention, LaunchersRejectBadShapesWithoutLaunching) {
   bad.n_heads = 3;  // not a multiple of n_kv_heads
   rejected(bad);
   bad = good;
-  bad.n_heads = 34;  // GQA group 17: over a block's 16 query vectors
-  bad.q_stride = bad.out_stride = 34 * 32;
+  bad.n_heads = 32;  // GQA group 16: over a block's 8 query vectors
+  bad.q_stride = bad.out_stride = 32 * 32;
   rejected(bad);
   bad = good;
   bad.q_stride = 4 * 32 - 1;
