@@ -11,6 +11,12 @@ int splits_for(int keys) {
   return (keys + kAttentionSplit - 1) / kAttentionSplit;
 }
 
+// Blocks that share one KV head's query heads (a GQA group over kAttentionVectors heads).
+int head_passes(const PagedAttentionArgs& a) {
+  const int group = a.n_heads / a.layout.n_kv_heads;
+  return (group + kAttentionVectors - 1) / kAttentionVectors;
+}
+
 // What both launchers require of their arguments.
 bool valid_common(const PagedAttentionArgs& a) {
   const KvCacheLayout& layout = a.layout;
@@ -18,9 +24,8 @@ bool valid_common(const PagedAttentionArgs& a) {
   if (layout.type != KvType::f32 && layout.type != KvType::f16 && layout.type != KvType::bf16)
     return false;
   if (layout.block_size <= 0 || layout.n_kv_heads <= 0 || a.n_heads <= 0) return false;
-  if (layout.n_kv_heads > kMaxGridYZ) return false;
   if (a.n_heads % layout.n_kv_heads != 0) return false;
-  if (a.n_heads / layout.n_kv_heads > kAttentionVectors) return false;
+  if (static_cast<std::int64_t>(layout.n_kv_heads) * head_passes(a) > kMaxGridYZ) return false;
   const std::int64_t row = static_cast<std::int64_t>(a.n_heads) * layout.head_dim;
   if (a.q_stride < row || a.out_stride < row) return false;
   if (a.n_seqs < 0 || a.n_seqs > kMaxGridYZ || a.max_blocks_per_seq <= 0) return false;
@@ -37,6 +42,7 @@ AttentionParams params_for(const PagedAttentionArgs& a, int rows_per_block, int 
           static_cast<long long>(a.q_stride),
           static_cast<long long>(a.out_stride),
           a.scale,
+          head_passes(a),
           rows_per_block,
           max_splits};
 }
@@ -102,7 +108,8 @@ cudaError_t launch_paged_attention_decode(const PagedAttentionArgs& args, int ma
                                           cudaStream_t stream) {
   if (!valid_common(args) || max_context <= 0) return cudaErrorInvalidValue;
   const int max_splits = splits_for(max_context);
-  if (static_cast<std::int64_t>(max_splits) * args.layout.n_kv_heads > kMaxGridYZ)
+  if (static_cast<std::int64_t>(max_splits) * head_passes(args) * args.layout.n_kv_heads >
+      kMaxGridYZ)
     return cudaErrorInvalidValue;
   if (static_cast<std::int64_t>(max_context) >
       static_cast<std::int64_t>(args.max_blocks_per_seq) * args.layout.block_size)
@@ -120,7 +127,7 @@ cudaError_t launch_paged_attention_decode(const PagedAttentionArgs& args, int ma
   float* partial_sum = workspace + slots;
   float* partial_acc = workspace + 2 * slots;
   const AttentionParams params = params_for(args, 1, max_splits);
-  const dim3 grid(1, static_cast<unsigned>(args.layout.n_kv_heads * max_splits),
+  const dim3 grid(1, static_cast<unsigned>(args.layout.n_kv_heads * head_passes(args) * max_splits),
                   static_cast<unsigned>(args.n_seqs));
   CompiledHeadDims::launch(grid, args, nullptr, partial_max, partial_sum, partial_acc, params,
                            stream);
@@ -140,10 +147,10 @@ cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
     return cudaErrorInvalidValue;
   if (args.n_seqs == 0) return cudaSuccess;
   const int group = args.n_heads / args.layout.n_kv_heads;
-  const int rows_per_block = kAttentionVectors / group;
+  const int rows_per_block = group < kAttentionVectors ? kAttentionVectors / group : 1;
   const AttentionParams params = params_for(args, rows_per_block, 0);
   const dim3 grid(static_cast<unsigned>((max_q_len + rows_per_block - 1) / rows_per_block),
-                  static_cast<unsigned>(args.layout.n_kv_heads),
+                  static_cast<unsigned>(args.layout.n_kv_heads * head_passes(args)),
                   static_cast<unsigned>(args.n_seqs));
   CompiledHeadDims::launch(grid, args, query_starts, nullptr, nullptr, nullptr, params, stream);
   return cudaGetLastError();

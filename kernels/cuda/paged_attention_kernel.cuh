@@ -29,8 +29,9 @@ inline constexpr int kAttentionSplitTiles = 4;
 inline constexpr int kAttentionSplit = kAttentionTile * kAttentionSplitTiles;
 inline constexpr int kAttentionThreads = 128;
 // Query vectors, (row, head) pairs of one KV head, one block works on: the GQA group of one row
-// in decode, as many rows as fit in prefill. Each K/V tile is read once for all of them. It bounds
-// the GQA group (n_heads / n_kv_heads), as the CPU kernel's kAttentionHeadsPerPass bounds a pass.
+// in decode, as many rows as fit in prefill. Each K/V tile is read once for all of them. A larger
+// GQA group is split into passes of this many heads, each its own block (as the CPU kernel's
+// kAttentionHeadsPerPass).
 inline constexpr int kAttentionVectors = 8;
 inline constexpr int kAttentionMergeThreads = 128;
 
@@ -44,6 +45,7 @@ struct AttentionParams {
   long long q_stride;      // floats between query rows
   long long out_stride;    // floats between output rows
   float scale;
+  int head_passes;     // blocks that share a KV head's query heads, kAttentionVectors each
   int rows_per_block;  // query rows of one sequence per block
   int max_splits;      // decode: partitions per (sequence, head) in the workspace
 };
@@ -93,19 +95,20 @@ __device__ __forceinline__ float kv_chunk_element(uint4 chunk, int i) {
   }
 }
 
-// One block of kAttentionThreads per (query rows, KV head, sequence); blockIdx.z is the sequence.
-// query_starts null: one query row per sequence, row `sequence` of q (decode). Otherwise sequence
-// s has rows query_starts[s] .. query_starts[s + 1] - 1, blockIdx.x picks rows_per_block of them.
-// The rows sit at the last positions of the sequence's context_lens[s] keys, all in the cache.
-// partial_acc null: the block walks all of its rows' keys and writes out. Otherwise blockIdx.y /
-// n_kv_heads is the partition it walks; a row with one partition writes out, a longer one its
-// partition's maximum, sum and unnormalized output for paged_attention_merge_kernel.
 // Blocks per SM the register budget is set for: five (20 warps to keep loads in flight) is what
 // the shared memory of the largest head dim allows on sm_90; f32 rows need more registers to
 // stage, and spill at five. (With the block size alone ptxas aimed at 128 registers and spilled.)
 template <KvType kType>
 inline constexpr int kAttentionBlocksPerSm = kType == KvType::f32 ? 4 : 5;
 
+// One block of kAttentionThreads per (query rows, KV head and head pass, sequence): blockIdx.x
+// picks rows, blockIdx.y = kv_head + n_kv_heads * (pass + head_passes * partition), blockIdx.z is
+// the sequence. query_starts null: one query row per sequence, row `sequence` of q (decode).
+// Otherwise sequence s has rows query_starts[s] .. query_starts[s + 1] - 1, rows_per_block of them
+// per block. The rows sit at the last positions of the sequence's context_lens[s] keys, all in the
+// cache. partial_acc null: the block walks all of its rows' keys and writes out (partition is 0).
+// Otherwise it walks one partition; a row with one partition writes out, a longer one its
+// partition's maximum, sum and unnormalized output for paged_attention_merge_kernel.
 template <int kHeadDim, KvType kType>
 __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType>)
     paged_attention_kernel(const float* __restrict__ q, float* __restrict__ out,
@@ -139,6 +142,9 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
   const int sequence = blockIdx.z;
   const int group = p.n_heads / p.n_kv_heads;
   const int kv_head = blockIdx.y % p.n_kv_heads;
+  const int pass = blockIdx.y / p.n_kv_heads % p.head_passes;
+  const int first_head = kv_head * group + pass * kAttentionVectors;
+  const int heads = min(kAttentionVectors, group - pass * kAttentionVectors);
   const bool one_split_per_block = partial_acc != nullptr;
   const int q_begin = query_starts != nullptr ? query_starts[sequence] : sequence;
   const int q_len = query_starts != nullptr ? query_starts[sequence + 1] - q_begin : 1;
@@ -147,7 +153,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
   if (q_len <= 0 || q_len > context || first_row >= q_len) return;
   if (context > attention_max_context(p, one_split_per_block)) return;  // left unwritten
   const int rows = min(p.rows_per_block, q_len - first_row);
-  const int vectors = rows * group;
+  const int vectors = rows * heads;
   const int first_position = context - q_len + first_row;
   const int block_keys = first_position + rows;  // keys the block's last row attends to
   const int block_splits = (block_keys + kAttentionSplit - 1) / kAttentionSplit;
@@ -155,7 +161,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
   int split_begin = 0;
   int split_end = block_splits;
   if (one_split_per_block) {
-    split_begin = blockIdx.y / p.n_kv_heads;
+    split_begin = blockIdx.y / p.n_kv_heads / p.head_passes;
     if (split_begin >= block_splits) return;
     split_end = split_begin + 1;
   }
@@ -165,8 +171,8 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
   const long long head_bytes =
       static_cast<long long>(kv_head) * p.block_size * kHeadDim * kElementBytes;
   const int tid = threadIdx.x;
-  // Vector v is head kv_head * group + v % group of row first_row + v / group.
-  auto keys_of = [&](int v) { return first_position + v / group + 1; };
+  // Vector v is head first_head + v % heads of row first_row + v / heads.
+  auto keys_of = [&](int v) { return first_position + v / heads + 1; };
   // Byte offset, in either pool, of 16-byte chunk `part` of this KV head's row at `position`.
   auto chunk_offset = [&](int position, int part) {
     return static_cast<long long>(block_table[position / p.block_size]) * block_bytes + head_bytes +
@@ -176,9 +182,9 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
 
   for (int i = tid; i < vectors * kHeadDim; i += kAttentionThreads) {
     const int v = i / kHeadDim;
-    const long long row = q_begin + first_row + v / group;
-    queries[i] = q[row * p.q_stride +
-                   static_cast<long long>(kv_head * group + v % group) * kHeadDim + i % kHeadDim];
+    const long long row = q_begin + first_row + v / heads;
+    queries[i] = q[row * p.q_stride + static_cast<long long>(first_head + v % heads) * kHeadDim +
+                   i % kHeadDim];
   }
 
   // Thread t < vectors keeps vector t's softmax state; every thread keeps the outputs
@@ -321,7 +327,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
         sum_of[tid] = running_sum;
         if (keys_of(tid) > kAttentionSplit) {
           const long long slot =
-              (static_cast<long long>(sequence) * p.n_heads + kv_head * group + tid % group) *
+              (static_cast<long long>(sequence) * p.n_heads + first_head + tid % heads) *
                   p.max_splits +
               split;
           partial_max[slot] = running_max;
@@ -345,13 +351,12 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
       if (!one_split_per_block) {
         total[k] = attention_fold(total[k], acc[k], {0.0f, old_weight_of[v], new_weight_of[v]});
       } else if (keys_of(v) <= kAttentionSplit) {
-        out[static_cast<long long>(q_begin + first_row + v / group) * p.out_stride +
-            static_cast<long long>(kv_head * group + v % group) * kHeadDim + d] =
+        out[static_cast<long long>(q_begin + first_row + v / heads) * p.out_stride +
+            static_cast<long long>(first_head + v % heads) * kHeadDim + d] =
             acc[k] * (1.0f / sum_of[v]);
       } else {
         const long long slot =
-            (static_cast<long long>(sequence) * p.n_heads + kv_head * group + v % group) *
-                p.max_splits +
+            (static_cast<long long>(sequence) * p.n_heads + first_head + v % heads) * p.max_splits +
             split;
         partial_acc[slot * kHeadDim + d] = acc[k];
       }
@@ -366,8 +371,8 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
     const int index = tid + k * kAttentionThreads;
     const int v = index / kHeadDim;
     if (v >= vectors) continue;
-    out[static_cast<long long>(q_begin + first_row + v / group) * p.out_stride +
-        static_cast<long long>(kv_head * group + v % group) * kHeadDim + index % kHeadDim] =
+    out[static_cast<long long>(q_begin + first_row + v / heads) * p.out_stride +
+        static_cast<long long>(first_head + v % heads) * kHeadDim + index % kHeadDim] =
         total[k] * (1.0f / sum_of[v]);
   }
 }

@@ -262,7 +262,10 @@ TEST(CudaPagedAttention, DecodeOfLongContextsMatchesTheCpuKernel) {
   const Case cases[] = {{KvType::f16, 128, 4, 16, {4096, 1000, 257, 3}},
                         {KvType::bf16, 64, 8, 32, {2049, 512, 511}},
                         {KvType::f32, 80, 1, 16, {1500}},
-                        {KvType::f16, 96, 2, 32, {777, 256}}};
+                        {KvType::f16, 96, 2, 32, {777, 256}},
+                        // GQA groups over a block's 8 query heads: two passes of heads.
+                        {KvType::f16, 32, 16, 16, {300, 40}},
+                        {KvType::bf16, 24, 12, 32, {520}}};
   unsigned seed = 0;
   for (const Case& c : cases) {
     const Cache cache(layout_of(c.type, c.block_size, 1, c.head_dim), c.contexts, ++seed);
@@ -275,8 +278,8 @@ TEST(CudaPagedAttention, DecodeOfLongContextsMatchesTheCpuKernel) {
       EXPECT_LE(error, kTolerance) << "head_dim " << c.head_dim << " " << name_of(c.type);
       worst = std::max(worst, error);
     });
-    std::printf("[ decode  ] head_dim %3d %s, contexts up to %d: max |gpu - cpu| = %.3g\n",
-                c.head_dim, name_of(c.type), batch.max_context(), worst);
+    std::printf("[ decode  ] head_dim %3d %s group %d, contexts up to %d: max |gpu - cpu| = %.3g\n",
+                c.head_dim, name_of(c.type), c.group, batch.max_context(), worst);
   }
 }
 
@@ -350,6 +353,9 @@ TEST(CudaPagedAttention, PrefillRowsEqualDecodeRowsBitForBit) {
   // A cached prefix: a short chunk at the end of a long context.
   expect_prefill_rows_equal_decode_rows(KvType::f16, 128, 4, 16, 4096, 9, 6);
   expect_prefill_rows_equal_decode_rows(KvType::f16, 80, 2, 32, 1030, 20, 7);
+  // GQA groups of 16 and 12 heads: two passes of a KV head's query heads.
+  expect_prefill_rows_equal_decode_rows(KvType::f16, 32, 16, 16, 290, 40, 8);
+  expect_prefill_rows_equal_decode_rows(KvType::bf16, 16, 12, 32, 70, 70, 9);
 }
 
 TEST(CudaPagedAttention, ChunkedPrefillGivesTheSameBitsAsOneChunk) {
@@ -472,8 +478,7 @@ TEST(CudaPagedAttention, LaunchersRejectBadShapesWithoutLaunching) {
   bad.n_heads = 3;  // not a multiple of n_kv_heads
   rejected(bad);
   bad = good;
-  bad.n_heads = 32;  // GQA group 16: over a block's 8 query vectors
-  bad.q_stride = bad.out_stride = 32 * 32;
+  bad.layout.n_kv_heads = 0;
   rejected(bad);
   bad = good;
   bad.q_stride = 4 * 32 - 1;
