@@ -9,9 +9,13 @@
 namespace tern::kernels::cuda {
 
 // One launch's attention over a layer's paged KV cache, laid out as the CPU's
-// (kernels/cpu/kv_store.h: K of block b at k_pool + b * kv_block_bytes(layout), V alike). Every
-// pointer is device memory. A query row attends to its sequence's cache positions 0 .. its own
-// position, softmax(q.k * scale) weighted V, as kernels/cpu/attention.h's paged_attention.
+// (kernels/cpu/kv_store.h: K of block b at k_pool + b * kv_block_bytes(layout), V alike; f32, f16
+// or bf16). Every pointer is device memory. A query row attends to its sequence's cache positions
+// 0 .. its own position, softmax(q.k * scale) weighted V, as kernels/cpu/attention.h's
+// paged_attention; query head h reads KV head h / (n_heads / n_kv_heads) (GQA, any group size).
+// A sequence whose context_lens entry is past what its block table row reaches (or, in decode,
+// past max_context) is skipped and its rows left unwritten: those are device data the launchers
+// cannot check. Block table entries must name blocks of the pools.
 struct PagedAttentionArgs {
   const float* q = nullptr;  // [rows][n_heads * head_dim], rows q_stride floats apart
   std::int64_t q_stride = 0;
@@ -31,7 +35,7 @@ struct PagedAttentionArgs {
   float scale = 1.0f;
 };
 
-// Head dimensions the kernels are compiled for.
+// Head dimensions the kernels are compiled for: 16, 24, 32, 40, 64, 80, 96, 128.
 bool paged_attention_supports_head_dim(int head_dim);
 
 // Bytes of the workspace launch_paged_attention_decode needs for n_seqs sequences of at most
