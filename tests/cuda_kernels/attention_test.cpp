@@ -403,6 +403,41 @@ TEST(CudaPagedAttention, ChunkedPrefillGivesTheSameBitsAsOneChunk) {
   });
 }
 
+TEST(CudaPagedAttention, RaggedPrefillMatchesTheCpuKernelAndEachSequenceAlone) {
+  TERN_REQUIRE_DEVICE();
+  const int head_dim = 40;
+  const int n_heads = 8;  // GQA 4 over 2 KV heads
+  const Cache cache(layout_of(KvType::f16, 32, 2, head_dim), {45, 300, 7, 130}, 51);
+  const DeviceCache device(cache);
+  std::mt19937 random(52);
+  const int q_lens[] = {45, 20, 7, 1};
+  const std::vector<float> q =
+      random_floats(static_cast<std::size_t>(73) * n_heads * head_dim, 2.0f, random);
+  Batch batch;
+  batch.n_heads = n_heads;
+  batch.scale = 1.0f / std::sqrt(40.0f);
+  std::vector<Batch> singles(4);
+  int row = 0;
+  for (std::size_t s = 0; s < 4; ++s) {
+    batch.add(cache, s, cache.contexts[s], q_lens[s], q, row);
+    singles[s].n_heads = n_heads;
+    singles[s].scale = batch.scale;
+    singles[s].add(cache, s, cache.contexts[s], q_lens[s], q, row);
+    row += q_lens[s];
+  }
+  const std::vector<float> expected = run_cpu(cache, batch);
+  cuda_test::for_each_pass([&](const cuda_test::Pass&) {
+    const std::vector<float> together = run_prefill(cache, device, batch);
+    EXPECT_LE(max_error(together, expected), kTolerance);
+    std::vector<float> apart;
+    for (const Batch& single : singles) {
+      const std::vector<float> rows = run_prefill(cache, device, single);
+      apart.insert(apart.end(), rows.begin(), rows.end());
+    }
+    EXPECT_TRUE(same_bits(together, apart));
+  });
+}
+
 // context_lens are device data the launchers cannot check: a sequence longer than its block table
 // reaches (or, in decode, than max_context) is skipped, its rows left as they were, and the other
 // sequences are computed as usual.
