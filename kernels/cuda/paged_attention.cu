@@ -1,0 +1,159 @@
+#include "kernels/cuda/paged_attention.h"
+
+#include "kernels/cuda/paged_attention_kernel.cuh"
+
+namespace tern::kernels::cuda {
+namespace {
+
+constexpr int kMaxGridYZ = 65535;
+
+int splits_for(int keys) {
+  return (keys + kAttentionSplit - 1) / kAttentionSplit;
+}
+
+// Blocks that share one KV head's query heads (a GQA group over kAttentionVectors heads).
+int head_passes(const PagedAttentionArgs& a) {
+  const int group = a.n_heads / a.layout.n_kv_heads;
+  return (group + kAttentionVectors - 1) / kAttentionVectors;
+}
+
+// What both launchers require of their arguments.
+bool valid_common(const PagedAttentionArgs& a) {
+  const KvCacheLayout& layout = a.layout;
+  if (!paged_attention_supports_head_dim(layout.head_dim)) return false;
+  if (layout.type != KvType::f32 && layout.type != KvType::f16 && layout.type != KvType::bf16)
+    return false;
+  if (layout.block_size <= 0 || layout.n_kv_heads <= 0 || a.n_heads <= 0) return false;
+  if (a.n_heads % layout.n_kv_heads != 0) return false;
+  if (static_cast<std::int64_t>(layout.n_kv_heads) * head_passes(a) > kMaxGridYZ) return false;
+  const std::int64_t row = static_cast<std::int64_t>(a.n_heads) * layout.head_dim;
+  if (a.q_stride < row || a.out_stride < row) return false;
+  if (a.n_seqs < 0 || a.n_seqs > kMaxGridYZ || a.max_blocks_per_seq <= 0) return false;
+  return a.q != nullptr && a.out != nullptr && a.context_lens != nullptr &&
+         a.block_tables != nullptr && a.k_pool != nullptr && a.v_pool != nullptr;
+}
+
+AttentionParams params_for(const PagedAttentionArgs& a, int rows_per_block, int max_splits) {
+  return {a.n_heads,
+          a.layout.n_kv_heads,
+          a.layout.head_dim,
+          a.layout.block_size,
+          a.max_blocks_per_seq,
+          static_cast<long long>(a.q_stride),
+          static_cast<long long>(a.out_stride),
+          a.scale,
+          head_passes(a),
+          rows_per_block,
+          max_splits};
+}
+
+template <int kHeadDim, KvType kType>
+void launch_typed(dim3 grid, const PagedAttentionArgs& a, const std::int32_t* query_starts,
+                  float* partial_max, float* partial_sum, float* partial_acc,
+                  const AttentionParams& params, cudaStream_t stream) {
+  TERN_LAUNCH((paged_attention_kernel<kHeadDim, kType>), grid, kAttentionThreads, 0, stream, a.q,
+              a.out, query_starts, a.context_lens, a.block_tables, a.k_pool, a.v_pool, partial_max,
+              partial_sum, partial_acc, params);
+}
+
+template <int kHeadDim>
+void launch_for_head_dim(dim3 grid, const PagedAttentionArgs& a, const std::int32_t* query_starts,
+                         float* partial_max, float* partial_sum, float* partial_acc,
+                         const AttentionParams& params, cudaStream_t stream) {
+  switch (a.layout.type) {
+    case KvType::f32:
+      return launch_typed<kHeadDim, KvType::f32>(grid, a, query_starts, partial_max, partial_sum,
+                                                 partial_acc, params, stream);
+    case KvType::f16:
+      return launch_typed<kHeadDim, KvType::f16>(grid, a, query_starts, partial_max, partial_sum,
+                                                 partial_acc, params, stream);
+    case KvType::bf16:
+      return launch_typed<kHeadDim, KvType::bf16>(grid, a, query_starts, partial_max, partial_sum,
+                                                  partial_acc, params, stream);
+  }
+}
+
+// The head dimensions the kernel is compiled for: the one list, for validation and dispatch.
+template <int... kHeadDims>
+struct HeadDims {
+  static bool contains(int head_dim) { return ((head_dim == kHeadDims) || ...); }
+  static void launch(dim3 grid, const PagedAttentionArgs& a, const std::int32_t* query_starts,
+                     float* partial_max, float* partial_sum, float* partial_acc,
+                     const AttentionParams& params, cudaStream_t stream) {
+    static_cast<void>(((a.layout.head_dim == kHeadDims &&
+                        (launch_for_head_dim<kHeadDims>(grid, a, query_starts, partial_max,
+                                                        partial_sum, partial_acc, params, stream),
+                         true)) ||
+                       ...));
+  }
+};
+using CompiledHeadDims = HeadDims<16, 24, 32, 40, 64, 80, 96, 128>;
+
+}  // namespace
+
+bool paged_attention_supports_head_dim(int head_dim) {
+  return CompiledHeadDims::contains(head_dim);
+}
+
+std::size_t paged_attention_decode_workspace_bytes(int n_seqs, int n_heads, int head_dim,
+                                                   int max_context) {
+  if (n_seqs <= 0 || n_heads <= 0 || head_dim <= 0 || max_context <= 0) return 0;
+  return static_cast<std::size_t>(n_seqs) * static_cast<std::size_t>(n_heads) *
+         static_cast<std::size_t>(splits_for(max_context)) *
+         (static_cast<std::size_t>(head_dim) + 2) * sizeof(float);
+}
+
+cudaError_t launch_paged_attention_decode(const PagedAttentionArgs& args, int max_context,
+                                          float* workspace, std::size_t workspace_bytes,
+                                          cudaStream_t stream) {
+  if (!valid_common(args) || max_context <= 0) return cudaErrorInvalidValue;
+  const int max_splits = splits_for(max_context);
+  if (static_cast<std::int64_t>(max_splits) * head_passes(args) * args.layout.n_kv_heads >
+      kMaxGridYZ)
+    return cudaErrorInvalidValue;
+  if (static_cast<std::int64_t>(max_context) >
+      static_cast<std::int64_t>(args.max_blocks_per_seq) * args.layout.block_size)
+    return cudaErrorInvalidValue;
+  if (args.n_seqs == 0) return cudaSuccess;
+  const std::size_t needed = paged_attention_decode_workspace_bytes(
+      args.n_seqs, args.n_heads, args.layout.head_dim, max_context);
+  if (workspace == nullptr || workspace_bytes < needed) return cudaErrorInvalidValue;
+
+  // Workspace: maxima, sums, then unnormalized outputs of each (sequence, head, partition).
+  const std::size_t slots = static_cast<std::size_t>(args.n_seqs) *
+                            static_cast<std::size_t>(args.n_heads) *
+                            static_cast<std::size_t>(max_splits);
+  float* partial_max = workspace;
+  float* partial_sum = workspace + slots;
+  float* partial_acc = workspace + 2 * slots;
+  const AttentionParams params = params_for(args, 1, max_splits);
+  const dim3 grid(1, static_cast<unsigned>(args.layout.n_kv_heads * head_passes(args) * max_splits),
+                  static_cast<unsigned>(args.n_seqs));
+  CompiledHeadDims::launch(grid, args, nullptr, partial_max, partial_sum, partial_acc, params,
+                           stream);
+  const cudaError_t first = cudaGetLastError();
+  if (first != cudaSuccess || max_context <= kAttentionSplit) return first;
+  TERN_LAUNCH(paged_attention_merge_kernel,
+              dim3(static_cast<unsigned>(args.n_heads), static_cast<unsigned>(args.n_seqs)),
+              kAttentionMergeThreads, 0, stream, partial_max, partial_sum, partial_acc,
+              args.context_lens, args.out, params);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
+                                           const std::int32_t* query_starts, int max_q_len,
+                                           cudaStream_t stream) {
+  if (!valid_common(args) || query_starts == nullptr || max_q_len <= 0)
+    return cudaErrorInvalidValue;
+  if (args.n_seqs == 0) return cudaSuccess;
+  const int group = args.n_heads / args.layout.n_kv_heads;
+  const int rows_per_block = group < kAttentionVectors ? kAttentionVectors / group : 1;
+  const AttentionParams params = params_for(args, rows_per_block, 0);
+  const dim3 grid(static_cast<unsigned>((max_q_len + rows_per_block - 1) / rows_per_block),
+                  static_cast<unsigned>(args.layout.n_kv_heads * head_passes(args)),
+                  static_cast<unsigned>(args.n_seqs));
+  CompiledHeadDims::launch(grid, args, query_starts, nullptr, nullptr, nullptr, params, stream);
+  return cudaGetLastError();
+}
+
+}  // namespace tern::kernels::cuda
