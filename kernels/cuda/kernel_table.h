@@ -18,6 +18,7 @@
   X(gemm)                         \
   X(gemv)                         \
   X(logits_select)                \
+  X(paged_attention)              \
   X(quantize_q8_1)                \
   X(kv_store)                     \
   X(rms_norm)                     \

@@ -1,5 +1,6 @@
 #include "kernels/cuda/paged_attention.h"
 
+#include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/paged_attention_kernel.cuh"
 
 namespace tern::kernels::cuda {
@@ -155,5 +156,33 @@ cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
   CompiledHeadDims::launch(grid, args, query_starts, nullptr, nullptr, nullptr, params, stream);
   return cudaGetLastError();
 }
+
+// Every instantiation CompiledHeadDims launches.
+TERN_KERNEL_TABLE_PART(paged_attention,
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::f32>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::f16>)),
+                       TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::bf16>)),
+                       TERN_KERNEL_ENTRY(paged_attention_merge_kernel))
 
 }  // namespace tern::kernels::cuda

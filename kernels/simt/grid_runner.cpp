@@ -46,6 +46,7 @@ struct WarpRequest {
 
 struct EmulatedThread {
   Dim3 index;
+  std::int32_t linear = 0;  // index in the block
   ThreadState state = ThreadState::runnable;
   Site site;  // of the barrier or warp intrinsic it waits at
   WarpRequest warp;
@@ -214,7 +215,7 @@ class GridRunner {
   void shared_access(const SharedArrayInfo& array, std::size_t index, const std::byte* address,
                      std::size_t bytes, bool write) {
     const auto offset = static_cast<std::size_t>(address - arena_.data());
-    const auto self = static_cast<std::int32_t>(t_thread - threads_.data());
+    const std::int32_t self = t_thread->linear;
     const std::int32_t warp = self / 32;
     const std::uint32_t warp_epoch = warp_epochs_[static_cast<std::size_t>(warp)];
     auto unordered = [&](std::int32_t other, std::int32_t other_warp, std::uint32_t epoch,
@@ -224,6 +225,11 @@ class GridRunner {
     };
     for (std::size_t b = offset; b < offset + bytes && b < shadow_.size(); ++b) {
       ShadowByte& shadow = shadow_[b];
+      // The common case, a value many threads of several warps read after the barrier that
+      // followed its write: nothing to check and nothing to record.
+      if (!write && shadow.read_epoch == barrier_epoch_ && shadow.reader == ShadowByte::kSeveral &&
+          shadow.readers_warp == ShadowByte::kNone && shadow.write_epoch != barrier_epoch_)
+        continue;
       // A read of unwritten bytes is a race if another thread writes them before the next
       // barrier, else a read of uninitialised memory, reported when the barrier is reached.
       if (!write && shadow.writer == ShadowByte::kNone && !uninitialized_read_) {
@@ -285,6 +291,7 @@ class GridRunner {
       EmulatedThread& thread = threads_[i];
       const unsigned linear = static_cast<unsigned>(i);
       thread.index = Dim3(linear % dim.x, linear / dim.x % dim.y, linear / (dim.x * dim.y));
+      thread.linear = static_cast<std::int32_t>(linear);
       const boost::context::stack_context stack = stacks_.stack(i);
       thread.stack_bottom = static_cast<const char*>(stack.sp) - stack.size;
       thread.stack_size = stack.size;
