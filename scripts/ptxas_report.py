@@ -15,6 +15,27 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+TENSOR_TYPES = {"0": "F32", "1": "F16", "2": "Q4_0", "8": "Q8_0", "12": "Q4_K", "14": "Q6_K",
+                "30": "BF16"}
+KV_TYPES = {"0": "F32", "1": "F16", "2": "BF16"}
+
+
+def readable(demangled):
+    """The kernel's name and template arguments, without its namespace and parameter list."""
+    name = re.sub(r"^void |tern::kernels::cuda::", "", demangled)
+    depth = 0
+    for i, c in enumerate(name):
+        depth += c == "<"
+        depth -= c == ">"
+        if c == "(" and depth == 0:
+            name = name[:i]
+            break
+    name = re.sub(r"\(tern::kernels::TensorType\)(\d+)",
+                  lambda m: TENSOR_TYPES.get(m.group(1), m.group(1)), name)
+    return re.sub(r"\(tern::kernels::KvType\)(\d+)", lambda m: KV_TYPES.get(m.group(1), m.group(1)),
+                  name)
+
+
 def demangle(names):
     out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True)
     return out.stdout.splitlines()
@@ -59,7 +80,7 @@ def main():
         per_arch = {a: {r["mangled"]: r for r in report(source, a)} for a in archs}
         names = list(per_arch[archs[0]].keys())
         for mangled, pretty in zip(names, demangle(names)):
-            pretty = re.sub(r"^void |tern::kernels::cuda::", "", pretty).split("(")[0]
+            pretty = readable(pretty)
             cells = []
             for a in archs:
                 r = per_arch[a].get(mangled)
