@@ -351,7 +351,7 @@ TEST(CudaPagedAttention, PrefillRowsEqualDecodeRowsBitForBit) {
   expect_prefill_rows_equal_decode_rows(KvType::f32, 40, 8, 32, 131, 131, 4);
   expect_prefill_rows_equal_decode_rows(KvType::bf16, 64, 1, 16, 530, 40, 5);
   // A cached prefix: a short chunk at the end of a long context.
-  expect_prefill_rows_equal_decode_rows(KvType::f16, 128, 4, 16, 4096, 9, 6);
+  expect_prefill_rows_equal_decode_rows(KvType::f16, 128, 4, 16, 2100, 9, 6);
   expect_prefill_rows_equal_decode_rows(KvType::f16, 80, 2, 32, 1030, 20, 7);
   // GQA groups of 16 and 12 heads: two passes of a KV head's query heads.
   expect_prefill_rows_equal_decode_rows(KvType::f16, 32, 16, 16, 290, 40, 8);
