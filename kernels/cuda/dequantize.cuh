@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cuda/weight_formats.h"
 #include "kernels/simt/portable.h"
 #include "kernels/tensor_type.h"
 
@@ -57,51 +58,6 @@ __device__ __forceinline__ float dequantize_q6_k(const BlockQ6K& block, int e) {
   const int high = (block.qh[32 * half + l] >> (2 * k)) & 3;
   const float scale = f16_bits_to_float(block.d) * static_cast<float>(block.scales[e / 16]);
   return scale * static_cast<float>((low | (high << 4)) - 32);
-}
-
-// The formats a kernel can read weights in, with their block shapes (GGML's).
-template <TensorType kType>
-struct WeightFormat;
-template <>
-struct WeightFormat<TensorType::f32> {
-  static constexpr int kBlockElements = 1;
-  static constexpr int kBlockBytes = 4;
-};
-template <>
-struct WeightFormat<TensorType::f16> {
-  static constexpr int kBlockElements = 1;
-  static constexpr int kBlockBytes = 2;
-};
-template <>
-struct WeightFormat<TensorType::bf16> {
-  static constexpr int kBlockElements = 1;
-  static constexpr int kBlockBytes = 2;
-};
-template <>
-struct WeightFormat<TensorType::q8_0> {
-  static constexpr int kBlockElements = kQ8_0Block;
-  static constexpr int kBlockBytes = sizeof(BlockQ8_0);
-};
-template <>
-struct WeightFormat<TensorType::q4_0> {
-  static constexpr int kBlockElements = kQ4_0Block;
-  static constexpr int kBlockBytes = sizeof(BlockQ4_0);
-};
-template <>
-struct WeightFormat<TensorType::q4_k> {
-  static constexpr int kBlockElements = kSuperBlock;
-  static constexpr int kBlockBytes = sizeof(BlockQ4K);
-};
-template <>
-struct WeightFormat<TensorType::q6_k> {
-  static constexpr int kBlockElements = kSuperBlock;
-  static constexpr int kBlockBytes = sizeof(BlockQ6K);
-};
-
-// Bytes of a row of n elements (n a whole number of blocks).
-template <TensorType kType>
-__host__ __device__ __forceinline__ long long weight_row_bytes(long long n) {
-  return n / WeightFormat<kType>::kBlockElements * WeightFormat<kType>::kBlockBytes;
 }
 
 // Element e of a row of kType starting at `row` (global memory, aligned as GGUF data: 2 bytes

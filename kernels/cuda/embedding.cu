@@ -28,32 +28,14 @@ cudaError_t launch_embedding_gather(TensorType type, const void* table, long lon
                                     const std::int32_t* token_ids, int tokens, float* out,
                                     cudaStream_t stream) {
   if (tokens < 0 || hidden <= 0 || vocab <= 0) return cudaErrorInvalidValue;
-  switch (type) {
-    case TensorType::f32:
-      return launch_for<TensorType::f32>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::f16:
-      return launch_for<TensorType::f16>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::bf16:
-      return launch_for<TensorType::bf16>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::q8_0:
-      return launch_for<TensorType::q8_0>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::q4_0:
-      return launch_for<TensorType::q4_0>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::q4_k:
-      return launch_for<TensorType::q4_k>(table, vocab, hidden, token_ids, tokens, out, stream);
-    case TensorType::q6_k:
-      return launch_for<TensorType::q6_k>(table, vocab, hidden, token_ids, tokens, out, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_weight_format(type, cudaErrorInvalidValue, [&](auto format) {
+    return launch_for<decltype(format)::value>(table, vocab, hidden, token_ids, tokens, out,
+                                               stream);
+  });
 }
 
-TERN_KERNEL_TABLE_PART(embedding, TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::f32>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::f16>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::bf16>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q8_0>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q4_0>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q4_k>),
-                       TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::q6_k>))
+#define TERN_EMBEDDING_ENTRY(name) TERN_KERNEL_ENTRY(embedding_gather_kernel<TensorType::name>),
+TERN_KERNEL_TABLE_PART(embedding, TERN_CUDA_WEIGHT_FORMATS(TERN_EMBEDDING_ENTRY))
+#undef TERN_EMBEDDING_ENTRY
 
 }  // namespace tern::kernels::cuda

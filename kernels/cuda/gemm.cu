@@ -23,32 +23,13 @@ cudaError_t launch_gemm(const DeviceWeights& w, const DeviceActivations& x, int 
     return error;
   if (tokens == 0) return cudaSuccess;
   if ((tokens + kGemmTokens - 1) / kGemmTokens > 65535) return cudaErrorInvalidValue;
-  switch (w.type) {
-    case TensorType::f32:
-      return launch_gemm_as<TensorType::f32>(w, x, tokens, y, stream);
-    case TensorType::f16:
-      return launch_gemm_as<TensorType::f16>(w, x, tokens, y, stream);
-    case TensorType::bf16:
-      return launch_gemm_as<TensorType::bf16>(w, x, tokens, y, stream);
-    case TensorType::q8_0:
-      return launch_gemm_as<TensorType::q8_0>(w, x, tokens, y, stream);
-    case TensorType::q4_0:
-      return launch_gemm_as<TensorType::q4_0>(w, x, tokens, y, stream);
-    case TensorType::q4_k:
-      return launch_gemm_as<TensorType::q4_k>(w, x, tokens, y, stream);
-    case TensorType::q6_k:
-      return launch_gemm_as<TensorType::q6_k>(w, x, tokens, y, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_weight_format(w.type, cudaErrorInvalidValue, [&](auto format) {
+    return launch_gemm_as<decltype(format)::value>(w, x, tokens, y, stream);
+  });
 }
 
-TERN_KERNEL_TABLE_PART(gemm, TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f32>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f16>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::bf16>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q8_0>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q4_0>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q4_k>),
-                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::q6_k>))
+#define TERN_GEMM_ENTRY(name) TERN_KERNEL_ENTRY(gemm_kernel<TensorType::name>),
+TERN_KERNEL_TABLE_PART(gemm, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMM_ENTRY))
+#undef TERN_GEMM_ENTRY
 
 }  // namespace tern::kernels::cuda

@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
   const int row0 = blockIdx.x * kGemmRows + warp * kGemmRowsPerWarp;
   const int token0 = blockIdx.y * kGemmTokens;
   const int count = min(kGemmTokens, tokens - token0);
-  const long long row_bytes = matmul_row_bytes(kType, cols);
+  const long long row_bytes = weight_row_bytes(kType, cols);
 
   float acc[kGemmRowsPerWarp][kGemmTokens];
   TERN_MATMUL_UNROLL

@@ -34,53 +34,17 @@ cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int 
     return error;
   if (tokens == 0) return cudaSuccess;
   if ((tokens + kGemvMaxTokens - 1) / kGemvMaxTokens > 65535) return cudaErrorInvalidValue;
-  switch (w.type) {
-    case TensorType::f32:
-      return launch_gemv_as<TensorType::f32>(w, x, tokens, y, stream);
-    case TensorType::f16:
-      return launch_gemv_as<TensorType::f16>(w, x, tokens, y, stream);
-    case TensorType::bf16:
-      return launch_gemv_as<TensorType::bf16>(w, x, tokens, y, stream);
-    case TensorType::q8_0:
-      return launch_gemv_as<TensorType::q8_0>(w, x, tokens, y, stream);
-    case TensorType::q4_0:
-      return launch_gemv_as<TensorType::q4_0>(w, x, tokens, y, stream);
-    case TensorType::q4_k:
-      return launch_gemv_as<TensorType::q4_k>(w, x, tokens, y, stream);
-    case TensorType::q6_k:
-      return launch_gemv_as<TensorType::q6_k>(w, x, tokens, y, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_weight_format(w.type, cudaErrorInvalidValue, [&](auto format) {
+    return launch_gemv_as<decltype(format)::value>(w, x, tokens, y, stream);
+  });
 }
 
-TERN_KERNEL_TABLE_PART(gemv, TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f32, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::f16, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::bf16, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q8_0, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_0, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q4_k, kGemvMaxTokens>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 1>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 2>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, 4>)),
-                       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::q6_k, kGemvMaxTokens>)))
+#define TERN_GEMV_ENTRIES(name)                              \
+  TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, 1>)),     \
+      TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, 2>)), \
+      TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, 4>)), \
+      TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, kGemvMaxTokens>)),
+TERN_KERNEL_TABLE_PART(gemv, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES))
+#undef TERN_GEMV_ENTRIES
 
 }  // namespace tern::kernels::cuda

@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(32 * kGemvWarps, 1)
   const int lane = threadIdx.x % 32;
   const int token0 = blockIdx.y * kTokens;
   const int count = min(kTokens, tokens - token0);
-  const unsigned char* w_row = w + static_cast<long long>(row) * matmul_row_bytes(kType, cols);
+  const unsigned char* w_row = w + static_cast<long long>(row) * weight_row_bytes(kType, cols);
 
   if constexpr (reads_q8_1_activations(kType)) {
     using Ops = ChunkOps<kType>;

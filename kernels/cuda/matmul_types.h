@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/weight_formats.h"
 #include "kernels/tensor_type.h"
 
 namespace tern::kernels::cuda {
@@ -40,48 +41,8 @@ struct DeviceActivations {
   const BlockQ8_1* q8_1 = nullptr;
 };
 
-// Columns per weight block (the unit cols must be a multiple of), 0 for types the CUDA matmul
-// does not take.
-constexpr int matmul_block_cols(TensorType type) {
-  switch (type) {
-    case TensorType::f32:
-    case TensorType::f16:
-    case TensorType::bf16:
-      return 1;
-    case TensorType::q8_0:
-    case TensorType::q4_0:
-      return 32;
-    case TensorType::q4_k:
-    case TensorType::q6_k:
-      return 256;
-    default:
-      return 0;
-  }
-}
-
 constexpr bool reads_q8_1_activations(TensorType type) {
-  return matmul_block_cols(type) > 1;
-}
-
-// Bytes of one weight row of `cols` columns (cols a whole number of blocks).
-constexpr long long matmul_row_bytes(TensorType type, int cols) {
-  switch (type) {
-    case TensorType::f32:
-      return 4LL * cols;
-    case TensorType::f16:
-    case TensorType::bf16:
-      return 2LL * cols;
-    case TensorType::q8_0:
-      return cols / 32 * 34LL;
-    case TensorType::q4_0:
-      return cols / 32 * 18LL;
-    case TensorType::q4_k:
-      return cols / 256 * 144LL;
-    case TensorType::q6_k:
-      return cols / 256 * 210LL;
-    default:
-      return 0;
-  }
+  return weight_block_elements(type) > 1;
 }
 
 // The alignment the kernels' loads need of the weight pointer: Q4_K rows are read as 16-byte
@@ -106,11 +67,11 @@ inline bool aligned_to(const void* pointer, unsigned alignment) {
 // negative sizes.
 inline cudaError_t check_matmul_arguments(const DeviceWeights& w, const DeviceActivations& x,
                                           int tokens, const float* y) {
-  const int block = matmul_block_cols(w.type);
+  const int block = weight_block_elements(w.type);
   if (block == 0 || w.rows <= 0 || w.cols <= 0 || w.cols % block != 0 || tokens < 0)
     return cudaErrorInvalidValue;
   // The kernels address bytes within a row with int.
-  if (matmul_row_bytes(w.type, w.cols) > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (weight_row_bytes(w.type, w.cols) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (w.data == nullptr || y == nullptr || !aligned_to(w.data, matmul_weight_alignment(w.type)) ||
       !aligned_to(y, alignof(float)))
     return cudaErrorInvalidValue;

@@ -36,7 +36,7 @@ bool is_k_quant(TensorType type) {
 // Column counts per format: one block, several, and one past a GEMM K stage (1024 columns of
 // quants, 256 of floats). Float formats take any count, odd ones included.
 std::vector<int> test_cols(TensorType type) {
-  switch (matmul_block_cols(type)) {
+  switch (weight_block_elements(type)) {
     case 1:
       return {1, 33, 300};
     case 32:
@@ -48,7 +48,7 @@ std::vector<int> test_cols(TensorType type) {
 
 // The cols of the batch-invariance test: past one GEMM stage, ragged in the last.
 int stage_crossing_cols(TensorType type) {
-  switch (matmul_block_cols(type)) {
+  switch (weight_block_elements(type)) {
     case 1:
       return 300;
     case 32:
@@ -69,7 +69,7 @@ HostMatrix make_matrix(TensorType type, int rows, int cols, unsigned seed) {
   std::mt19937 random(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   HostMatrix m;
-  m.row_bytes = matmul_row_bytes(type, cols);
+  m.row_bytes = weight_row_bytes(type, cols);
   m.bytes.resize(static_cast<std::size_t>(m.row_bytes) * static_cast<std::size_t>(rows));
   m.values.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
   std::vector<float> row(static_cast<std::size_t>(cols));
