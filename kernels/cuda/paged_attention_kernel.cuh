@@ -206,21 +206,24 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
     TERN_ATTENTION_UNROLL
     for (int k = 0; k < kOutputsPerThread; ++k) acc[k] = 0.0f;
 
+    // Positions tile_start .. + tile_keys - 1 of a pool into kv_tile as floats, in 16-byte chunks.
+    const auto stage_tile = [&](const void* pool, int tile_start, int tile_keys) {
+      for (int c = tid; c < tile_keys * kChunksPerRow; c += kAttentionThreads) {
+        const int key = c / kChunksPerRow;
+        const int part = c % kChunksPerRow;
+        const long long offset = chunk_offset(tile_start + key, part);
+        const uint4 chunk = load_aligned<uint4>(static_cast<const unsigned char*>(pool) + offset);
+        TERN_ATTENTION_UNROLL
+        for (int e = 0; e < kChunkElements; ++e)
+          kv_tile[key * kRowStride + part * kChunkElements + e] = kv_chunk_element<kType>(chunk, e);
+      }
+    };
     for (int tile = tile_begin; tile < tile_end; ++tile) {
       const int tile_start = tile * kAttentionTile;
       const int tile_keys = min(kAttentionTile, block_keys - tile_start);
       __syncthreads();  // the previous tile's V and probabilities are consumed
 
-      // Stage K: positions tile_start .. + tile_keys - 1, in 16-byte chunks.
-      for (int c = tid; c < tile_keys * kChunksPerRow; c += kAttentionThreads) {
-        const int key = c / kChunksPerRow;
-        const int part = c % kChunksPerRow;
-        const long long offset = chunk_offset(tile_start + key, part);
-        const uint4 chunk = load_aligned<uint4>(static_cast<const unsigned char*>(k_pool) + offset);
-        TERN_ATTENTION_UNROLL
-        for (int e = 0; e < kChunkElements; ++e)
-          kv_tile[key * kRowStride + part * kChunkElements + e] = kv_chunk_element<kType>(chunk, e);
-      }
+      stage_tile(k_pool, tile_start, tile_keys);
       __syncthreads();
 
       // Scores q.k * scale, each dot product in dimension order as the CPU kernel's. A thread's
@@ -265,16 +268,7 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
           correction_of[tid] = running_max == -INFINITY ? 0.0f : expf(running_max - new_max);
         }
       }
-      // Stage V over K, which the scores no longer need.
-      for (int c = tid; c < tile_keys * kChunksPerRow; c += kAttentionThreads) {
-        const int key = c / kChunksPerRow;
-        const int part = c % kChunksPerRow;
-        const long long offset = chunk_offset(tile_start + key, part);
-        const uint4 chunk = load_aligned<uint4>(static_cast<const unsigned char*>(v_pool) + offset);
-        TERN_ATTENTION_UNROLL
-        for (int e = 0; e < kChunkElements; ++e)
-          kv_tile[key * kRowStride + part * kChunkElements + e] = kv_chunk_element<kType>(chunk, e);
-      }
+      stage_tile(v_pool, tile_start, tile_keys);  // V over K, which the scores no longer need
       __syncthreads();
 
       for (int k = 0; k < kPairsPerThread; ++k) {
