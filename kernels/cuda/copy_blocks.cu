@@ -1,9 +1,10 @@
 #include "kernels/cuda/copy_blocks.h"
 
 #include "kernels/cuda/copy_blocks_kernel.cuh"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -54,4 +55,4 @@ cudaError_t launch_copy_blocks(void* const* k_pools, void* const* v_pools, int l
 
 TERN_KERNEL_TABLE_PART(copy_blocks, TERN_KERNEL_ENTRY(copy_blocks_kernel<kThreads>))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

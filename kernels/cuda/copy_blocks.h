@@ -2,10 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // One copy-on-write of a paged KV block: block src's contents go to block dst.
 struct BlockCopy {
@@ -32,4 +33,4 @@ cudaError_t launch_copy_blocks(void* const* k_pools, void* const* v_pools, int l
                                std::size_t block_bytes, int blocks_per_pool, const BlockCopy* pairs,
                                int count, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

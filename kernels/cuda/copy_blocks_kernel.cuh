@@ -5,11 +5,12 @@
 // tests/cuda_kernels/copy_blocks_test.cpp.
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/copy_blocks.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // The pairs of one launch, passed by value as a kernel argument.
 struct BlockCopyBatch {
@@ -43,4 +44,4 @@ __global__ void copy_blocks_kernel(void* const* __restrict__ k_pools,
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

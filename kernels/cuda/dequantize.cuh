@@ -9,13 +9,14 @@
 // An FMA contraction of Q4_K's d * q - m gives the same bits, as the product is exact.
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cuda/weight_formats.h"
 #include "kernels/simt/portable.h"
 #include "kernels/tensor_type.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 __device__ __forceinline__ float f16_bits_to_float(std::uint16_t bits) {
   return __half2float(__ushort_as_half(bits));
@@ -82,4 +83,4 @@ __device__ __forceinline__ float dequantize_element(const void* row, int e) {
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

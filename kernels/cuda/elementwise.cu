@@ -1,9 +1,10 @@
 #include "kernels/cuda/elementwise.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/elementwise_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -30,4 +31,4 @@ cudaError_t launch_add(float* into, const float* from, long long n, cudaStream_t
 TERN_KERNEL_TABLE_PART(elementwise, TERN_KERNEL_ENTRY(silu_mul_kernel),
                        TERN_KERNEL_ENTRY(add_kernel))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,8 +1,9 @@
 #pragma once
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // out = silu(gate) * up and into += from over n floats. Pointers are device memory; each
 // returns the launch status.
@@ -10,4 +11,4 @@ cudaError_t launch_silu_mul(const float* gate, const float* up, float* out, long
                             cudaStream_t stream);
 cudaError_t launch_add(float* into, const float* from, long long n, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

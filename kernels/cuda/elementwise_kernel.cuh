@@ -4,9 +4,10 @@
 // them through elementwise.cu, the host compiler against the SIMT emulator (docs/gpu.md) in
 // tests/unit/simt/elementwise_emulated_test.cpp. One thread per element, any block size.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // out[i] = silu(gate[i]) * up[i], with the CPU kernel's formula g / (1 + exp(-g)) * u.
 __global__ void silu_mul_kernel(const float* __restrict__ gate, const float* __restrict__ up,
@@ -24,4 +25,4 @@ __global__ void add_kernel(float* __restrict__ into, const float* __restrict__ f
   into[i] += from[i];
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

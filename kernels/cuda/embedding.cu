@@ -1,9 +1,10 @@
 #include "kernels/cuda/embedding.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/embedding_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -38,4 +39,4 @@ cudaError_t launch_embedding_gather(TensorType type, const void* table, long lon
 TERN_KERNEL_TABLE_PART(embedding, TERN_CUDA_WEIGHT_FORMATS(TERN_EMBEDDING_ENTRY))
 #undef TERN_EMBEDDING_ENTRY
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,11 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/tensor_type.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // out[t][:] = row token_ids[t] of the embedding table [vocab][hidden], dequantized to float, for
 // tables in F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K (GGUF layouts, rows back to back). An id
@@ -18,4 +19,4 @@ cudaError_t launch_embedding_gather(TensorType type, const void* table, long lon
                                     const std::int32_t* token_ids, int tokens, float* out,
                                     cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -4,11 +4,12 @@
 // against the SIMT emulator (docs/gpu.md) in tests/cuda_kernels/embedding_test.cpp.
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/dequantize.cuh"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // One thread per output element: blockIdx.x is the token, blockIdx.y the chunk of blockDim.x
 // elements of its row. Threads of a warp read neighbouring quants of the same blocks and write
@@ -29,4 +30,4 @@ __global__ void embedding_gather_kernel(const void* __restrict__ table, long lon
   out_row[e] = dequantize_element<kType>(row, e);
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

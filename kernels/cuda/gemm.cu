@@ -1,9 +1,10 @@
 #include "kernels/cuda/gemm.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gemm_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 template <TensorType kType>
@@ -32,4 +33,4 @@ cudaError_t launch_gemm(const DeviceWeights& w, const DeviceActivations& x, int 
 TERN_KERNEL_TABLE_PART(gemm, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMM_ENTRY))
 #undef TERN_GEMM_ENTRY
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -8,9 +8,10 @@
 // of the canonical order (matmul_chunks.cuh) whatever the tile, so a row's bits depend neither
 // on the number of tokens in the launch nor on the tile a token falls in, and equal the GEMV's.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/matmul_chunks.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 inline constexpr int kGemmWarps = 8;
 inline constexpr int kGemmRowsPerWarp = 2;
@@ -151,4 +152,4 @@ __global__ void __launch_bounds__(kGemmThreads, 1)
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

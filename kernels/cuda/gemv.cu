@@ -1,9 +1,10 @@
 #include "kernels/cuda/gemv.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gemv_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 template <TensorType kType, int kTokens>
@@ -47,4 +48,4 @@ cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int 
 TERN_KERNEL_TABLE_PART(gemv, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES))
 #undef TERN_GEMV_ENTRIES
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,9 +1,10 @@
 #pragma once
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/matmul_types.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // y[t * w.rows + r] = dot(row r of w, token t of x) for t < tokens: the decode GEMV, one warp
 // per weight row streaming it once for up to 8 tokens (more tokens take more thread blocks).
@@ -14,4 +15,4 @@ namespace tern::kernels::cuda {
 cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
                         cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -6,9 +6,10 @@
 // (quarter chunks per lane for the integer formats, slot s in lane s for the float ones), so a
 // row gets the bits the GEMM gives it.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/matmul_chunks.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 inline constexpr int kGemvWarps = 4;      // rows per thread block
 inline constexpr int kGemvMaxTokens = 8;  // tokens per thread block at most
@@ -101,4 +102,4 @@ __global__ void __launch_bounds__(32 * kGemvWarps, 1)
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,6 +1,7 @@
 #include "kernels/cuda/kernel_table.h"
 
-namespace tern::kernels::cuda {
+#include "kernels/cuda/cuda_namespace.h"
+TERN_CUDA_NAMESPACE_BEGIN
 
 std::vector<KernelEntry> kernel_table() {
   std::vector<KernelEntry> table;
@@ -14,4 +15,4 @@ std::vector<KernelEntry> kernel_table() {
   return table;
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <typeinfo>
 #include <vector>
+#include "kernels/cuda/cuda_namespace.h"
 
 // The launcher files, each with one TERN_KERNEL_TABLE_PART.
 #define TERN_CUDA_KERNEL_FILES(X) \
@@ -24,7 +25,7 @@
   X(rms_norm)                     \
   X(rope)
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 struct KernelEntry {
   const char* name;       // as written in the launcher, template arguments included
@@ -43,7 +44,7 @@ std::vector<KernelEntry> kernel_table();
 TERN_CUDA_KERNEL_FILES(TERN_KERNEL_TABLE_DECLARE_PART)
 #undef TERN_KERNEL_TABLE_DECLARE_PART
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END
 
 // One entry; a kernel whose template arguments hold a comma goes in parentheses.
 #define TERN_KERNEL_ENTRY(kernel)            \

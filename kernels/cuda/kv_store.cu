@@ -1,9 +1,10 @@
 #include "kernels/cuda/kv_store.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/kv_store_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -55,4 +56,4 @@ TERN_KERNEL_TABLE_PART(kv_store, TERN_KERNEL_ENTRY(store_kv_kernel<float>),
                        TERN_KERNEL_ENTRY(store_kv_kernel<__half>),
                        TERN_KERNEL_ENTRY(store_kv_kernel<__nv_bfloat16>))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,11 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cuda/cuda_api.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // store_kv of kernels/cpu/kv_store.h on the device, addressed by slot instead of by position and
 // block table: token t's rows of k and v ([tokens][n_kv_heads * head_dim], rows k_stride /
@@ -21,4 +22,4 @@ cudaError_t launch_store_kv(const float* k, long long k_stride, const float* v, 
                             const KvCacheLayout& layout, std::int32_t num_blocks, void* k_pool,
                             void* v_pool, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

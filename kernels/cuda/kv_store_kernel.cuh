@@ -3,9 +3,10 @@
 // The paged KV cache store, shared source: nvcc compiles it through kv_store.cu, the host compiler
 // against the SIMT emulator (docs/gpu.md).
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // The cache's element types; half and bfloat16 round to nearest even, as the CPU's store_kv.
 __device__ __forceinline__ void store_element(float* out, float value) {
@@ -44,4 +45,4 @@ __global__ void store_kv_kernel(const float* __restrict__ k, long long k_stride,
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,9 +1,10 @@
 #include "kernels/cuda/logits_select.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/logits_select_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -33,4 +34,4 @@ cudaError_t launch_top_k(const float* logits, int rows, int vocab, int k, float*
 TERN_KERNEL_TABLE_PART(logits_select, TERN_KERNEL_ENTRY(argmax_kernel<kThreads>),
                        TERN_KERNEL_ENTRY((top_k_kernel<kThreads, kSlots>)))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,10 +1,11 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // The largest k launch_top_k takes: enough for top-k sampling (llama.cpp's default is 40).
 inline constexpr int kMaxTopK = 64;
@@ -26,4 +27,4 @@ cudaError_t launch_argmax(const float* logits, int rows, int vocab, std::int32_t
 cudaError_t launch_top_k(const float* logits, int rows, int vocab, int k, float* values,
                          std::int32_t* indices, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

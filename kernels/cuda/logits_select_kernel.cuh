@@ -5,10 +5,11 @@
 // tests/cuda_kernels/logits_select_test.cpp. One block per row.
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // A (value, index) pair as one 64-bit key whose unsigned order is the selection order of
 // logits_select.h: the high half maps the float's bits so that unsigned order is numeric order
@@ -132,4 +133,4 @@ __global__ void top_k_kernel(const float* __restrict__ logits, int vocab, int k,
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -17,6 +17,7 @@
 // contraction of a * b + c cannot make the two kernels differ.
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/matmul_types.h"
 #include "kernels/simt/portable.h"
 
@@ -26,7 +27,7 @@
 #define TERN_MATMUL_UNROLL
 #endif
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 inline constexpr int kSlots = 32;  // partial sums per output element, one per lane
 
@@ -203,4 +204,4 @@ __device__ __forceinline__ float weight_at(const unsigned char* row, int k) {
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

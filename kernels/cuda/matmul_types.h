@@ -5,12 +5,13 @@
 // device code (the block layout) include this.
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/weight_formats.h"
 #include "kernels/tensor_type.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // 32 activation values quantized for integer dot products, after llama.cpp's Q8_1 but with a
 // float scale and the exact integer sum: value i = d * qs[i], sum = qs[0] + ... + qs[31]. The
@@ -81,4 +82,4 @@ inline cudaError_t check_matmul_arguments(const DeviceWeights& w, const DeviceAc
                                                                : cudaErrorInvalidValue;
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,9 +1,10 @@
 #include "kernels/cuda/paged_attention.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/paged_attention_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kMaxGridYZ = 65535;
@@ -185,4 +186,4 @@ TERN_KERNEL_TABLE_PART(paged_attention,
                        TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::bf16>)),
                        TERN_KERNEL_ENTRY(paged_attention_merge_kernel))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

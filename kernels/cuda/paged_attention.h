@@ -2,11 +2,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cuda/cuda_api.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // One launch's attention over a layer's paged KV cache, laid out as the CPU's
 // (kernels/cpu/kv_store.h: K of block b at k_pool + b * kv_block_bytes(layout), V alike; f32, f16
@@ -61,4 +62,4 @@ cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
                                            const std::int32_t* query_starts, int max_q_len,
                                            cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

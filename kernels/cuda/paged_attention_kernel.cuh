@@ -12,6 +12,7 @@
 // only on that row's position: a row's bits are the same whether it comes through decode or
 // prefill, alone or in a batch, in a chunk of any size.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/kv_type.h"
 #include "kernels/simt/portable.h"
 
@@ -22,7 +23,7 @@
 #define TERN_ATTENTION_UNROLL
 #endif
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 inline constexpr int kAttentionTile = 64;  // kernels::kAttentionKeyTile of the CPU kernel
 inline constexpr int kAttentionSplitTiles = 4;
@@ -403,4 +404,4 @@ __global__ void __launch_bounds__(kAttentionMergeThreads)
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

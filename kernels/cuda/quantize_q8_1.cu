@@ -1,9 +1,10 @@
 #include "kernels/cuda/quantize_q8_1.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/quantize_q8_1_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 cudaError_t launch_quantize_activations_q8_1(const float* x, int tokens, int cols, BlockQ8_1* out,
                                              cudaStream_t stream) {
@@ -22,4 +23,4 @@ cudaError_t launch_quantize_activations_q8_1(const float* x, int tokens, int col
 
 TERN_KERNEL_TABLE_PART(quantize_q8_1, TERN_KERNEL_ENTRY(quantize_q8_1_kernel))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

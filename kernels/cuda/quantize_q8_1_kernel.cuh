@@ -5,10 +5,11 @@
 // matmul's Q8 activation quantization (kernels/cpu/matmul_scalar.cpp, quantize_q8): d = amax /
 // 127, q = round-to-nearest-even(v * (1 / d)), so both give the same quants and scale.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/matmul_types.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // One warp per block of 32 consecutive values of x ([tokens][cols], cols a multiple of 32, so
 // the blocks of all tokens are simply the consecutive 32-value groups).
@@ -34,4 +35,4 @@ __global__ void quantize_q8_1_kernel(const float* __restrict__ x, BlockQ8_1* __r
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

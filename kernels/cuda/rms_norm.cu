@@ -1,9 +1,10 @@
 #include "kernels/cuda/rms_norm.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/rms_norm_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kRowThreads = 256;
@@ -53,4 +54,4 @@ TERN_KERNEL_TABLE_PART(rms_norm, TERN_KERNEL_ENTRY(rms_norm_kernel<kRowThreads>)
                        TERN_KERNEL_ENTRY(rms_norm_residual_kernel<kRowThreads>),
                        TERN_KERNEL_ENTRY(rms_norm_per_head_kernel<kHeadThreads>))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,8 +1,9 @@
 #pragma once
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // The RMSNorm launchers: y = x / sqrt(mean(x^2) + eps) * weight per row. Pointers are device
 // memory. Each returns cudaErrorInvalidValue without launching when a shape is out of range (a
@@ -26,4 +27,4 @@ cudaError_t launch_rms_norm_per_head(const float* x, const float* weight, float*
                                      long long tokens, long long row_stride, int n_heads,
                                      int head_dim, float eps, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -3,9 +3,10 @@
 // The RMSNorm kernels, shared source: nvcc compiles them through rms_norm.cu, the host compiler
 // against the SIMT emulator (docs/gpu.md).
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // The sum of one value per thread over a block of kThreads (a multiple of 32), the same in every
 // thread. Fixed reduction tree: the result does not depend on which other rows are in the launch.
@@ -84,4 +85,4 @@ __global__ void rms_norm_per_head_kernel(const float* x, const float* __restrict
   for (int i = lane; i < head_dim; i += 32) head_out[i] = head_in[i] * scale * weight[i];
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

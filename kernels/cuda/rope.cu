@@ -1,9 +1,10 @@
 #include "kernels/cuda/rope.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/rope_kernel.cuh"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 128;
@@ -34,4 +35,4 @@ cudaError_t launch_rope(float* x, long long tokens, long long row_stride, int n_
 
 TERN_KERNEL_TABLE_PART(rope, TERN_KERNEL_ENTRY(rope_kernel<kThreads>))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,11 +1,12 @@
 #pragma once
 
 #include <cstdint>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/rope_config.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // apply_rope of kernels/cpu/rope.h on the device: rotates, in place, the first 2 * pairs
 // dimensions of every head of every token by angle positions[token] * inverse_frequencies[i].
@@ -22,4 +23,4 @@ cudaError_t launch_rope(float* x, long long tokens, long long row_stride, int n_
                         const std::int32_t* positions, const float* inverse_frequencies, int pairs,
                         RopeLayout layout, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

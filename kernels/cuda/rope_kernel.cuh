@@ -3,9 +3,10 @@
 // Rotary position embeddings, shared source: nvcc compiles it through rope.cu, the host compiler
 // against the SIMT emulator (docs/gpu.md).
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // cos and sin of a double angle, rounded to float, without CUDA's double sin/cos: their
 // Payne-Hanek path for huge arguments keeps a table in local memory, which the build refuses.
@@ -95,4 +96,4 @@ __global__ void rope_kernel(float* x, long long row_stride, int n_heads, int hea
   dims[second] = a * sine + b * cosine;
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

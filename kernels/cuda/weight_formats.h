@@ -5,6 +5,7 @@
 // format. Host and device code include this.
 
 #include <type_traits>
+#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/host_device.h"
@@ -13,7 +14,7 @@
 // Every format with a CUDA kernel instantiation; X(name) for TensorType::name.
 #define TERN_CUDA_WEIGHT_FORMATS(X) X(f32) X(f16) X(bf16) X(q8_0) X(q4_0) X(q4_k) X(q6_k)
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 template <TensorType kType>
 struct WeightFormat;
@@ -101,4 +102,4 @@ Result with_weight_format(TensorType type, Result unsupported, Launch&& launch) 
   }
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

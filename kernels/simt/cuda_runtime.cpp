@@ -5,6 +5,7 @@
 #include "kernels/simt/device_memory.h"
 #include "kernels/simt/launch.h"
 
+namespace tern::simt::cuda_api {
 namespace {
 
 using tern::simt::is_device_address;
@@ -138,8 +139,6 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return cudaSuccess;
 }
 
-namespace tern::simt {
-
 cudaError_t set_kernel_shared_limit(const void* kernel, int bytes) {
   if (kernel == nullptr || bytes < 0 || static_cast<std::size_t>(bytes) > kMaxSharedSm90)
     return cudaErrorInvalidValue;
@@ -147,4 +146,4 @@ cudaError_t set_kernel_shared_limit(const void* kernel, int bytes) {
   return cudaSuccess;
 }
 
-}  // namespace tern::simt
+}  // namespace tern::simt::cuda_api

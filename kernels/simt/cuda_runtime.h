@@ -5,8 +5,14 @@
 // direction checked against it, and cudaGetLastError reports the last TERN_LAUNCH's fault.
 // Included instead of <cuda_runtime_api.h> where TERN_SIMT_EMULATED is defined
 // (kernels/cuda/cuda_api.h). Streams are ignored: work completes when it is issued.
+//
+// The API lives in namespace tern::simt::cuda_api, brought to global scope by a using-directive
+// for the emulated translation units that include this, so that a binary holding the real
+// cudart as well (backend cuda and cuda-emulated side by side) has no clashing symbols.
 
 #include <cstddef>
+
+namespace tern::simt::cuda_api {
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -57,12 +63,14 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 
-namespace tern::simt {
 cudaError_t set_kernel_shared_limit(const void* kernel, int bytes);
-}
 
 template <class Kernel>
 cudaError_t cudaFuncSetAttribute(Kernel* kernel, cudaFuncAttribute attribute, int value) {
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaErrorInvalidValue;
-  return ::tern::simt::set_kernel_shared_limit(reinterpret_cast<const void*>(kernel), value);
+  return set_kernel_shared_limit(reinterpret_cast<const void*>(kernel), value);
 }
+
+}  // namespace tern::simt::cuda_api
+
+using namespace tern::simt::cuda_api;  // NOLINT: stands in for the global C API of cudart
