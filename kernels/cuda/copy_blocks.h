@@ -2,11 +2,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-TERN_CUDA_NAMESPACE_BEGIN
+// Plain data, the same type in the nvcc and the emulated build.
+namespace tern::kernels::cuda {
 
 // One copy-on-write of a paged KV block: block src's contents go to block dst.
 struct BlockCopy {
@@ -18,6 +19,10 @@ struct BlockCopy {
 // kernel parameters), so the launcher needs no device staging buffer; more pairs take more
 // launches.
 inline constexpr int kMaxBlockCopiesPerLaunch = 128;
+
+}  // namespace tern::kernels::cuda
+
+TERN_CUDA_NAMESPACE_BEGIN
 
 // For every pair and every layer, copies block src of that layer's K pool and of its V pool to
 // block dst, block b of a pool being the block_bytes bytes at b * block_bytes (kv_store.h:

@@ -5,9 +5,9 @@
 // tests/cuda_kernels/copy_blocks_test.cpp.
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/copy_blocks.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
 TERN_CUDA_NAMESPACE_BEGIN

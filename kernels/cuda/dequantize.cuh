@@ -9,9 +9,9 @@
 // An FMA contraction of Q4_K's d * q - m gives the same bits, as the product is exact.
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/weight_formats.h"
 #include "kernels/simt/portable.h"
 #include "kernels/tensor_type.h"

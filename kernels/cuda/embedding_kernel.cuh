@@ -4,8 +4,8 @@
 // against the SIMT emulator (docs/gpu.md) in tests/cuda_kernels/embedding_test.cpp.
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/dequantize.cuh"
 #include "kernels/simt/portable.h"
 

@@ -1,6 +1,7 @@
 #include "kernels/cuda/kernel_table.h"
 
 #include "kernels/cuda/cuda_namespace.h"
+
 TERN_CUDA_NAMESPACE_BEGIN
 
 std::vector<KernelEntry> kernel_table() {

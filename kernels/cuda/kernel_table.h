@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <typeinfo>
 #include <vector>
+
 #include "kernels/cuda/cuda_namespace.h"
 
 // The launcher files, each with one TERN_KERNEL_TABLE_PART.

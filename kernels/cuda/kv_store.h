@@ -1,10 +1,10 @@
 #pragma once
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 

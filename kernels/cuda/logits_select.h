@@ -1,9 +1,9 @@
 #pragma once
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 

@@ -5,8 +5,8 @@
 // tests/cuda_kernels/logits_select_test.cpp. One block per row.
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
 TERN_CUDA_NAMESPACE_BEGIN

@@ -5,13 +5,14 @@
 // device code (the block layout) include this.
 
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/weight_formats.h"
 #include "kernels/tensor_type.h"
 
-TERN_CUDA_NAMESPACE_BEGIN
+// Plain data, the same type in the nvcc and the emulated build.
+namespace tern::kernels::cuda {
 
 // 32 activation values quantized for integer dot products, after llama.cpp's Q8_1 but with a
 // float scale and the exact integer sum: value i = d * qs[i], sum = qs[0] + ... + qs[31]. The
@@ -41,6 +42,10 @@ struct DeviceActivations {
   const float* f32 = nullptr;
   const BlockQ8_1* q8_1 = nullptr;
 };
+
+}  // namespace tern::kernels::cuda
+
+TERN_CUDA_NAMESPACE_BEGIN
 
 constexpr bool reads_q8_1_activations(TensorType type) {
   return weight_block_elements(type) > 1;

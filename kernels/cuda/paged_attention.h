@@ -2,12 +2,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-TERN_CUDA_NAMESPACE_BEGIN
+// Plain data, the same type in the nvcc and the emulated build.
+namespace tern::kernels::cuda {
 
 // One launch's attention over a layer's paged KV cache, laid out as the CPU's
 // (kernels/cpu/kv_store.h: K of block b at k_pool + b * kv_block_bytes(layout), V alike; f32, f16
@@ -35,6 +36,10 @@ struct PagedAttentionArgs {
   int n_heads = 0;
   float scale = 1.0f;
 };
+
+}  // namespace tern::kernels::cuda
+
+TERN_CUDA_NAMESPACE_BEGIN
 
 // Head dimensions the kernels are compiled for: 16, 24, 32, 40, 64, 80, 96, 128.
 bool paged_attention_supports_head_dim(int head_dim);

@@ -5,9 +5,9 @@
 // format. Host and device code include this.
 
 #include <type_traits>
-#include "kernels/cuda/cuda_namespace.h"
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/host_device.h"
 #include "kernels/tensor_type.h"
 
