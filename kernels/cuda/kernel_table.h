@@ -14,9 +14,11 @@
 
 // The launcher files, each with one TERN_KERNEL_TABLE_PART.
 #define TERN_CUDA_KERNEL_FILES(X) \
+  X(add_bias)                     \
   X(copy_blocks)                  \
   X(elementwise)                  \
   X(embedding)                    \
+  X(gather_rows)                  \
   X(gemm)                         \
   X(gemv)                         \
   X(logits_select)                \

@@ -1,0 +1,15 @@
+#pragma once
+
+#include "kernels/cuda/cuda_api.h"
+
+namespace tern::kernels::cuda {
+
+// CpuBatchOps::add_bias on the device: rows[t][i] += bias[i] for t < tokens and i < width, the
+// rows row_stride floats apart, with the CPU's single float add (identical bits). Pointers are
+// device memory. Returns cudaErrorInvalidValue without launching when tokens < 0, width < 1,
+// row_stride < width, the grid would be too large, a pointer is null (with tokens > 0) or bias
+// lies within the rows it is added to; cudaSuccess for no tokens; else the launch status.
+cudaError_t launch_add_bias(float* rows, long long row_stride, long long tokens, const float* bias,
+                            int width, cudaStream_t stream);
+
+}  // namespace tern::kernels::cuda
