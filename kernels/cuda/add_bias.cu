@@ -1,10 +1,11 @@
 #include "kernels/cuda/add_bias.h"
 
 #include "kernels/cuda/add_bias_kernel.cuh"
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/launch_checks.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -33,4 +34,4 @@ cudaError_t launch_add_bias(float* rows, long long row_stride, long long tokens,
 
 TERN_KERNEL_TABLE_PART(add_bias, TERN_KERNEL_ENTRY(add_bias_kernel))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -1,8 +1,9 @@
 #pragma once
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // CpuBatchOps::add_bias on the device: rows[t][i] += bias[i] for t < tokens and i < width, the
 // rows row_stride floats apart, with the CPU's single float add (identical bits). Pointers are
@@ -12,4 +13,4 @@ namespace tern::kernels::cuda {
 cudaError_t launch_add_bias(float* rows, long long row_stride, long long tokens, const float* bias,
                             int width, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

@@ -4,9 +4,10 @@
 // through add_bias.cu, the host compiler against the SIMT emulator (docs/gpu.md) in
 // tests/cuda_kernels/add_bias_test.cpp.
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // rows[t][i] += bias[i], one thread per element: blockIdx.x is the row, blockIdx.y the chunk of
 // blockDim.x elements of it. One float add per element, as CpuBatchOps::add_bias, so the bits are
@@ -18,4 +19,4 @@ __global__ void add_bias_kernel(float* __restrict__ rows, long long row_stride,
   rows[static_cast<long long>(blockIdx.x) * row_stride + i] += bias[i];
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

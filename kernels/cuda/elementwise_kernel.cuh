@@ -10,8 +10,8 @@
 TERN_CUDA_NAMESPACE_BEGIN
 
 // out[i] = silu(gate[i]) * up[i], with the CPU kernel's formula g / (1 + exp(-g)) * u.
-__global__ void silu_mul_kernel(const float* __restrict__ gate, const float* __restrict__ up,
-                                float* __restrict__ out, long long n) {
+// out may be gate or up: the FFN writes it over gate (each element is read before written).
+__global__ void silu_mul_kernel(const float* gate, const float* up, float* out, long long n) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float g = gate[i];

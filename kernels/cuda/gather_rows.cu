@@ -1,10 +1,11 @@
 #include "kernels/cuda/gather_rows.h"
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gather_rows_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/launch_checks.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
 constexpr int kThreads = 256;
@@ -38,4 +39,4 @@ cudaError_t launch_gather_rows(const float* from, long long from_rows, long long
 
 TERN_KERNEL_TABLE_PART(gather_rows, TERN_KERNEL_ENTRY(gather_rows_kernel))
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

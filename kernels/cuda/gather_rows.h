@@ -3,8 +3,9 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_namespace.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // CpuBatchOps::gather_logit_rows on the device, with the rows named by index in device memory:
 // to[r][:] = from[row_index[r]][:] for r < count, rows of `width` floats, from_stride and
@@ -19,4 +20,4 @@ cudaError_t launch_gather_rows(const float* from, long long from_rows, long long
                                const std::int32_t* row_index, int count, float* to,
                                long long to_stride, int width, cudaStream_t stream);
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

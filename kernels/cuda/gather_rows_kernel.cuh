@@ -6,9 +6,10 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/cuda_namespace.h"
 #include "kernels/simt/portable.h"
 
-namespace tern::kernels::cuda {
+TERN_CUDA_NAMESPACE_BEGIN
 
 // to[r][i] = from[row_index[r]][i], one thread per element: blockIdx.x is the output row,
 // blockIdx.y the chunk of blockDim.x elements of it. A plain 32-bit copy, so the bits are the
@@ -24,4 +25,4 @@ __global__ void gather_rows_kernel(const float* __restrict__ from, long long fro
   out[i] = row >= 0 && row < from_rows ? from[row * from_stride + i] : __int_as_float(0x7fc00000);
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

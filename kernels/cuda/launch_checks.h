@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace tern::kernels::cuda {
+#include "kernels/cuda/cuda_namespace.h"
+
+TERN_CUDA_NAMESPACE_BEGIN
 
 // More floats than any device holds (4 TiB): a span past it is a bad stride, not memory.
 constexpr long long kMaxDeviceFloats = 1LL << 40;
@@ -30,4 +32,4 @@ inline bool device_spans_overlap(const void* a, std::size_t a_bytes, const void*
   return a_begin < b_begin + b_bytes && b_begin < a_begin + a_bytes;
 }
 
-}  // namespace tern::kernels::cuda
+TERN_CUDA_NAMESPACE_END

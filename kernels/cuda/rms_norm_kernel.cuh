@@ -27,10 +27,11 @@ __device__ __forceinline__ float block_sum(float sum) {
   return warp_sums[0];
 }
 
-// One block of kThreads (a multiple of 32) per row.
+// One block of kThreads (a multiple of 32) per row. y may be x: the output norm runs in place
+// (each row is read in full before it is written).
 template <int kThreads>
-__global__ void rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ weight,
-                                float* __restrict__ y, int cols, float eps) {
+__global__ void rms_norm_kernel(const float* x, const float* __restrict__ weight, float* y,
+                                int cols, float eps) {
   const float* row_in = x + static_cast<long long>(blockIdx.x) * cols;
   float* row_out = y + static_cast<long long>(blockIdx.x) * cols;
   float sum = 0.0f;
