@@ -5,22 +5,7 @@
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_namespace.h"
-
-// Plain data, the same type in the nvcc and the emulated build.
-namespace tern::kernels::cuda {
-
-// One copy-on-write of a paged KV block: block src's contents go to block dst.
-struct BlockCopy {
-  std::int32_t src;
-  std::int32_t dst;
-};
-
-// Pairs per launch: they travel as a kernel argument (8 bytes each, well inside CUDA's 4 KiB of
-// kernel parameters), so the launcher needs no device staging buffer; more pairs take more
-// launches.
-inline constexpr int kMaxBlockCopiesPerLaunch = 128;
-
-}  // namespace tern::kernels::cuda
+#include "kernels/cuda/launch_types.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 

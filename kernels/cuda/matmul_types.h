@@ -8,42 +8,9 @@
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_namespace.h"
+#include "kernels/cuda/launch_types.h"
 #include "kernels/cuda/weight_formats.h"
 #include "kernels/tensor_type.h"
-
-// Plain data, the same type in the nvcc and the emulated build.
-namespace tern::kernels::cuda {
-
-// 32 activation values quantized for integer dot products, after llama.cpp's Q8_1 but with a
-// float scale and the exact integer sum: value i = d * qs[i], sum = qs[0] + ... + qs[31]. The
-// sum lets Q4_0 and Q4_K weights, whose quants carry an offset, stay in integers.
-struct BlockQ8_1 {
-  float d;
-  std::int32_t sum;
-  std::int8_t qs[32];
-};
-static_assert(sizeof(BlockQ8_1) == 40, "two scalars and 32 quants, 8-byte aligned quants");
-
-inline constexpr int kQ8_1Block = 32;
-
-// A weight matrix in device memory, row-major with rows = output features and cols = input
-// features, each row cols values of `type` (GGUF/GGML block layout, kernels/cpu/quant_blocks.h).
-struct DeviceWeights {
-  TensorType type = TensorType::f32;
-  int rows = 0;
-  int cols = 0;
-  const void* data = nullptr;
-};
-
-// The activations of a launch, row-major [tokens][cols]: f32 for F32/F16/BF16 weights,
-// Q8_1 blocks ([tokens][cols / 32], from launch_quantize_activations_q8_1) for Q8_0, Q4_0, Q4_K
-// and Q6_K weights. Only the one the weight type reads must be set.
-struct DeviceActivations {
-  const float* f32 = nullptr;
-  const BlockQ8_1* q8_1 = nullptr;
-};
-
-}  // namespace tern::kernels::cuda
 
 TERN_CUDA_NAMESPACE_BEGIN
 

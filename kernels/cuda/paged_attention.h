@@ -6,38 +6,7 @@
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_namespace.h"
-
-// Plain data, the same type in the nvcc and the emulated build.
-namespace tern::kernels::cuda {
-
-// One launch's attention over a layer's paged KV cache, laid out as the CPU's
-// (kernels/cpu/kv_store.h: K of block b at k_pool + b * kv_block_bytes(layout), V alike; f32, f16
-// or bf16). Every pointer is device memory. A query row attends to its sequence's cache positions
-// 0 .. its own position, softmax(q.k * scale) weighted V, as kernels/cpu/attention.h's
-// paged_attention; query head h reads KV head h / (n_heads / n_kv_heads) (GQA, any group size).
-// A sequence whose context_lens entry is past what its block table row reaches (or, in decode,
-// past max_context) is skipped and its rows left unwritten: those are device data the launchers
-// cannot check. Block table entries must name blocks of the pools.
-struct PagedAttentionArgs {
-  const float* q = nullptr;  // [rows][n_heads * head_dim], rows q_stride floats apart
-  std::int64_t q_stride = 0;
-  float* out = nullptr;  // same shape, rows out_stride floats apart
-  std::int64_t out_stride = 0;
-  // context_lens[s]: keys of sequence s, its query rows included (they are in the cache already).
-  const std::int32_t* context_lens = nullptr;
-  // block_tables[s * max_blocks_per_seq + i]: the cache block of sequence s's positions
-  // i * block_size .. (i + 1) * block_size - 1.
-  const std::int32_t* block_tables = nullptr;
-  int max_blocks_per_seq = 0;
-  int n_seqs = 0;
-  const void* k_pool = nullptr;
-  const void* v_pool = nullptr;
-  KvCacheLayout layout{};
-  int n_heads = 0;
-  float scale = 1.0f;
-};
-
-}  // namespace tern::kernels::cuda
+#include "kernels/cuda/launch_types.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 
