@@ -38,14 +38,27 @@ std::uint64_t kv_budget(const ModelSpec& spec, const Backend& backend, std::int3
 
 }  // namespace
 
+BackendSpec backend_spec_of(const ModelSpec& spec) {
+  BackendSpec backend;
+  backend.kind = spec.backend;
+  backend.devices = spec.devices;
+  backend.cuda = spec.cuda;
+  backend.emulated = spec.emulated_device;
+  return backend;
+}
+
 Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
                                                          kernels::ThreadPool& pool) {
   if (spec.max_num_seqs < 1 || spec.max_num_batched_tokens < 1 || spec.block_size < 1) {
     return Error{describe(spec, "max_num_seqs, max_num_batched_tokens and block_size must be > 0")};
   }
+  if (is_cuda(spec.backend) && spec.kv_cache_type == KvCacheType::f32) {
+    return Error{describe(spec, fmt::format("kv_cache_dtype f32 is not supported by backend {}: "
+                                            "its kernels take f16 and bf16",
+                                            to_string(spec.backend)))};
+  }
   // Before reading gigabytes of weights for a backend this machine cannot run.
-  if (Status available = check_backend_available({.kind = spec.backend, .devices = spec.devices});
-      !available.ok()) {
+  if (Status available = check_backend_available(backend_spec_of(spec)); !available.ok()) {
     return Error{describe(spec, available.message())};
   }
   auto served = std::make_unique<ServedModel>();
@@ -70,9 +83,7 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   }
   served->context_length = spec.max_model_len > 0 ? spec.max_model_len : config.context_length;
 
-  BackendSpec backend_spec;
-  backend_spec.kind = spec.backend;
-  backend_spec.devices = spec.devices;
+  BackendSpec backend_spec = backend_spec_of(spec);
   // The engine never runs more sequences in one pass than it may hold running.
   backend_spec.options.max_sequences = spec.max_num_seqs;
   backend_spec.options.max_batch_tokens = std::max(spec.max_num_batched_tokens, spec.max_num_seqs);

@@ -42,10 +42,13 @@ struct ModelSpec {
   std::string name;
   std::string path;
   std::vector<std::string> aliases;
-  // The backend's kind and CUDA device ordinals; its sizes follow max_num_seqs,
-  // max_num_batched_tokens and the context at load.
+  // The backend's kind, CUDA device ordinals and settings, and the emulated machine (read by
+  // cuda-emulated only); its sizes follow max_num_seqs, max_num_batched_tokens and the context
+  // at load.
   BackendKind backend = BackendKind::cpu;
   std::vector<int> devices;
+  CudaOptions cuda;
+  EmulatedDeviceOptions emulated_device;
   int threads = 0;        // compute threads wanted; the shared pool takes the largest ask
   int max_model_len = 0;  // 0: the model's own context length
   int max_num_seqs = 64;
@@ -80,6 +83,10 @@ struct ServedModel {
   ServedModel(const ServedModel&) = delete;
   ServedModel& operator=(const ServedModel&) = delete;
 };
+
+// The backend `spec` names, with the default sizes: load_served_model sets them from the
+// model's context, and check_backend_available needs none.
+BackendSpec backend_spec_of(const ModelSpec& spec);
 
 // Loads one model onto `pool`, which must outlive it. The error names the path and the reason.
 Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,

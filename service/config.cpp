@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/backend_spec.h"
+#include "service/byte_size.h"
 #include "service/host_address.h"
 
 namespace tern::service {
@@ -152,26 +154,7 @@ class Reader {
   // A byte count: an integer, or a number with a unit such as 512MiB, 4GiB or 2GB.
   std::uint64_t bytes(const YAML::Node& node, std::string_view path) const {
     const std::string text = scalar(node, path);
-    char* end = nullptr;
-    const double amount = std::strtod(text.c_str(), &end);
-    std::string unit(end);
-    unit.erase(0, unit.find_first_not_of(' '));
-    static const std::pair<const char*, double> kUnits[] = {{"", 1},
-                                                            {"B", 1},
-                                                            {"KB", 1e3},
-                                                            {"MB", 1e6},
-                                                            {"GB", 1e9},
-                                                            {"TB", 1e12},
-                                                            {"KiB", 1024.0},
-                                                            {"MiB", 1048576.0},
-                                                            {"GiB", 1073741824.0},
-                                                            {"TiB", 1099511627776.0}};
-    for (const auto& [name, scale] : kUnits) {
-      if (unit == name && end != text.c_str() && std::isfinite(amount) && amount >= 0 &&
-          amount * scale < 1.8e19) {
-        return static_cast<std::uint64_t>(amount * scale);
-      }
-    }
+    if (const auto size = parse_byte_size(text)) return *size;
     fail(node, path, fmt::format("must be a byte size such as 1073741824 or 1GiB, got '{}'", text));
   }
 
@@ -372,13 +355,59 @@ void read_sampling(const Reader& r, const YAML::Node& node, const std::string& b
   }
 }
 
-ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::string& base) {
+// The emulated machine is read before the models, whose devices it bounds.
+void read_emulated_device(const Reader& r, const YAML::Node& node, EmulatedDeviceConfig& emulated) {
+  const std::string base = "emulated_device";
+  r.expect_keys(node, base, {"count", "memory_bytes"});
+  if (const YAML::Node count = node["count"]) {
+    const std::string path = join_path(base, "count");
+    emulated.count = r.int32(count, path);
+    if (*emulated.count < 1 || *emulated.count > engine::kMaxEmulatedDevices) {
+      r.fail(
+          count, path,
+          fmt::format("must be in 1..{}, got '{}'", engine::kMaxEmulatedDevices, *emulated.count));
+    }
+  }
+  if (const YAML::Node memory = node["memory_bytes"]) {
+    const std::string path = join_path(base, "memory_bytes");
+    emulated.memory_bytes = r.bytes(memory, path);
+    if (*emulated.memory_bytes == 0) r.fail(memory, path, "must be > 0");
+  }
+}
+
+// Rules between keys, once the whole model is read: `devices` and `kv_cache_dtype` depend on
+// the backend, and a cuda-emulated model's devices on the emulated machine.
+void check_model_backend(const Reader& r, const YAML::Node& node, const std::string& base,
+                         const ModelConfig& model, int emulated_devices) {
+  const engine::BackendKind kind = *engine::parse_backend_kind(model.backend);
+  if (!engine::is_cuda(kind) && !model.devices.empty()) {
+    r.fail(node["devices"], join_path(base, "devices"),
+           "is only valid with backend cuda or cuda-emulated");
+  }
+  if (engine::is_cuda(kind) && model.kv_cache_dtype == "f32") {
+    r.fail(node["kv_cache_dtype"], join_path(base, "kv_cache_dtype"),
+           fmt::format("is f32, which backend {} does not support (its kernels take f16 and bf16)",
+                       model.backend));
+  }
+  if (kind != engine::BackendKind::cuda_emulated) return;
+  for (std::size_t i = 0; i < model.devices.size(); ++i) {
+    if (model.devices[i] < emulated_devices) continue;
+    r.fail(node["devices"][i], fmt::format("{}.devices[{}]", base, i),
+           fmt::format("is emulated device {}, but emulated_device.count is {}", model.devices[i],
+                       emulated_devices));
+  }
+}
+
+ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::string& base,
+                       int emulated_devices) {
   r.expect_keys(node, base,
                 {"name",
                  "path",
                  "aliases",
                  "backend",
                  "devices",
+                 "gpu_memory_utilization",
+                 "cuda_graphs",
                  "threads",
                  "max_model_len",
                  "max_num_seqs",
@@ -416,8 +445,9 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       model.aliases = r.string_list(value, path);
     } else if (key == "backend") {
       model.backend = r.string(value, path);
-      if (model.backend != "cpu" && model.backend != "cuda") {
-        r.fail(value, path, fmt::format("must be cpu or cuda, got '{}'", model.backend));
+      if (!engine::parse_backend_kind(model.backend)) {
+        r.fail(value, path,
+               fmt::format("must be cpu, cuda or cuda-emulated, got '{}'", model.backend));
       }
     } else if (key == "devices") {
       if (!value.IsSequence()) r.fail(value, path, "must be a list of device ordinals");
@@ -430,6 +460,14 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
         }
         model.devices.push_back(device);
       }
+    } else if (key == "gpu_memory_utilization") {
+      const double share = r.number(value, path);
+      if (!(share > 0 && share <= 1)) {
+        r.fail(value, path, fmt::format("must be in (0, 1], got '{}'", r.scalar(value, path)));
+      }
+      model.gpu_memory_utilization = share;
+    } else if (key == "cuda_graphs") {
+      model.cuda_graphs = r.boolean(value, path);
     } else if (key == "threads") {
       model.threads = r.int32(value, path);
       if (model.threads < 0) r.fail(value, path, "must be >= 0 (0 means one per core)");
@@ -473,9 +511,7 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       read_sampling(r, value, path, model.sampling);
     }
   }
-  if (model.backend == "cpu" && !model.devices.empty()) {
-    r.fail(node["devices"], join_path(base, "devices"), "is only valid with backend: cuda");
-  }
+  check_model_backend(r, node, base, model, emulated_devices);
   return model;
 }
 
@@ -483,9 +519,14 @@ Config read_config(const Reader& r, const YAML::Node& root) {
   Config config;
   if (!root.IsDefined() || root.IsNull()) r.fail(root, "config", "is empty");
   if (!root.IsMap()) r.fail(root, "config", "must be a mapping");
-  r.expect_keys(root, "", {"server", "logging", "models"});
+  r.expect_keys(root, "", {"server", "logging", "emulated_device", "models"});
   if (const YAML::Node server = root["server"]) read_server(r, server, config.server);
   if (const YAML::Node logging = root["logging"]) read_logging(r, logging, config.logging);
+  if (const YAML::Node emulated = root["emulated_device"]) {
+    read_emulated_device(r, emulated, config.emulated_device);
+  }
+  const int emulated_devices =
+      config.emulated_device.count.value_or(engine::EmulatedDeviceOptions{}.devices);
   const YAML::Node models = root["models"];
   if (!models) r.fail(root, "models", "is required: list at least one model");
   if (!models.IsSequence() || models.size() == 0) {
@@ -494,7 +535,7 @@ Config read_config(const Reader& r, const YAML::Node& root) {
   std::set<std::string> names;
   for (std::size_t i = 0; i < models.size(); ++i) {
     const std::string base = fmt::format("models[{}]", i);
-    ModelConfig model = read_model(r, models[i], base);
+    ModelConfig model = read_model(r, models[i], base, emulated_devices);
     if (!names.insert(model.name).second) {
       r.fail(models[i]["name"], base + ".name", fmt::format("repeats the name '{}'", model.name));
     }
@@ -583,6 +624,20 @@ std::string dump_config(const Config& config) {
       << (config.logging.format == LogFormat::json ? "json" : "text");
   out << YAML::EndMap;
 
+  // The emulated machine and the CUDA settings with their defaults, where something reads them
+  // or the config gave them.
+  const bool any_emulated = std::ranges::any_of(
+      config.models, [](const ModelConfig& m) { return m.backend == "cuda-emulated"; });
+  const EmulatedDeviceConfig& emulated = config.emulated_device;
+  if (any_emulated || emulated.count || emulated.memory_bytes) {
+    const engine::EmulatedDeviceOptions defaults;
+    out << YAML::Key << "emulated_device" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "count" << YAML::Value << emulated.count.value_or(defaults.devices);
+    out << YAML::Key << "memory_bytes" << YAML::Value
+        << emulated.memory_bytes.value_or(defaults.memory_bytes);
+    out << YAML::EndMap;
+  }
+
   out << YAML::Key << "models" << YAML::Value << YAML::BeginSeq;
   for (const ModelConfig& m : config.models) {
     out << YAML::BeginMap;
@@ -591,6 +646,15 @@ std::string dump_config(const Config& config) {
     out << YAML::Key << "aliases" << YAML::Value << YAML::Flow << m.aliases;
     out << YAML::Key << "backend" << YAML::Value << m.backend;
     out << YAML::Key << "devices" << YAML::Value << YAML::Flow << m.devices;
+    const engine::CudaOptions cuda;
+    if (m.backend != "cpu" || m.gpu_memory_utilization) {
+      // Shortest text that reads back the same, so the default dumps as 0.9.
+      out << YAML::Key << "gpu_memory_utilization" << YAML::Value
+          << fmt::format("{}", m.gpu_memory_utilization.value_or(cuda.gpu_memory_utilization));
+    }
+    if (m.backend != "cpu" || m.cuda_graphs) {
+      out << YAML::Key << "cuda_graphs" << YAML::Value << m.cuda_graphs.value_or(cuda.cuda_graphs);
+    }
     out << YAML::Key << "threads" << YAML::Value << m.threads;
     if (m.max_model_len > 0) out << YAML::Key << "max_model_len" << YAML::Value << m.max_model_len;
     out << YAML::Key << "max_num_seqs" << YAML::Value << m.max_num_seqs;

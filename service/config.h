@@ -67,10 +67,14 @@ struct ModelConfig {
   std::string name;
   std::string path;
   std::vector<std::string> aliases;
-  std::string backend = "cpu";  // cpu | cuda
+  std::string backend = "cpu";  // cpu | cuda | cuda-emulated
   std::vector<int> devices;     // CUDA device ordinals; more than one means tensor parallelism
-  int threads = 0;              // CPU compute threads; 0 means one per core
-  int max_model_len = 0;        // 0 means the model's own context length
+  // Read by cuda and cuda-emulated only; unset means the default (engine::CudaOptions), and a
+  // value given for a cpu model is a `--check` warning.
+  std::optional<double> gpu_memory_utilization;
+  std::optional<bool> cuda_graphs;
+  int threads = 0;        // CPU compute threads; 0 means one per core
+  int max_model_len = 0;  // 0 means the model's own context length
   int max_num_seqs = 64;
   int max_num_batched_tokens = 2048;
   // The waiting queue, in sequences (each prompt x n counts); past it, requests get 429.
@@ -86,6 +90,15 @@ struct ModelConfig {
   SamplingDefaults sampling;
 };
 
+// The top-level `emulated_device` section: the machine every cuda-emulated model of the server
+// runs on, as real GPUs are the machine's and not a model's. Unset means the default
+// (engine::EmulatedDeviceOptions); a value given with no cuda-emulated model is a `--check`
+// warning.
+struct EmulatedDeviceConfig {
+  std::optional<int> count;                   // 1..engine::kMaxEmulatedDevices
+  std::optional<std::uint64_t> memory_bytes;  // global memory of each device
+};
+
 // Where a parsed config came from, so checks made after parsing (`tern serve --check`'s
 // warnings about the machine) name FILE:LINE as parse errors do.
 struct ConfigOrigin {
@@ -96,6 +109,7 @@ struct ConfigOrigin {
 struct Config {
   ServerConfig server;
   LoggingConfig logging;
+  EmulatedDeviceConfig emulated_device;
   std::vector<ModelConfig> models;
   ConfigOrigin origin;
 };

@@ -1,7 +1,9 @@
 #include "service/config_warnings.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -39,6 +41,16 @@ MachineFacts this_machine() {
 std::vector<std::string> machine_warnings(const Config& config, const MachineFacts& machine) {
   std::vector<std::string> warnings;
   const ConfigOrigin& origin = config.origin;
+  const bool any_emulated = std::ranges::any_of(
+      config.models, [](const ModelConfig& model) { return model.backend == "cuda-emulated"; });
+  const EmulatedDeviceConfig& emulated = config.emulated_device;
+  for (const auto& [key, given] : {std::pair{"count", emulated.count.has_value()},
+                                   std::pair{"memory_bytes", emulated.memory_bytes.has_value()}}) {
+    if (given && !any_emulated) {
+      warnings.push_back(warning(origin, fmt::format("emulated_device.{}", key),
+                                 "has no effect: no model has backend cuda-emulated"));
+    }
+  }
   for (std::size_t i = 0; i < config.models.size(); ++i) {
     const ModelConfig& model = config.models[i];
     const std::string base = fmt::format("models[{}]", i);
@@ -51,7 +63,24 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
           warning(origin, base + ".chat_template",
                   fmt::format("'{}' does not exist on this machine", model.chat_template)));
     }
-    if (model.backend != "cuda") continue;
+    if (model.backend == "cpu") {
+      for (const auto& [key, given] :
+           {std::pair{"gpu_memory_utilization", model.gpu_memory_utilization.has_value()},
+            std::pair{"cuda_graphs", model.cuda_graphs.has_value()}}) {
+        if (given) {
+          warnings.push_back(
+              warning(origin, fmt::format("{}.{}", base, key), "has no effect with backend cpu"));
+        }
+      }
+      continue;
+    }
+    if (model.backend == "cuda-emulated") {  // needs no GPU: its devices are the config's
+      if (!machine.cuda_backend_missing.empty()) {
+        warnings.push_back(warning(origin, base + ".backend",
+                                   "is cuda-emulated, but " + machine.cuda_backend_missing));
+      }
+      continue;
+    }
     if (machine.cuda_devices == 0) {
       const std::string why =
           machine.cuda_status.empty() ? "" : " (cuda: " + machine.cuda_status + ")";

@@ -11,14 +11,24 @@ engine::KvCacheType kv_cache_type(const std::string& name) {
 
 }  // namespace
 
-engine::ModelSpec to_model_spec(const ModelConfig& config) {
+engine::ModelSpec to_model_spec(const ModelConfig& config,
+                                const EmulatedDeviceConfig& emulated_device) {
   engine::ModelSpec spec;
   spec.name = config.name;
   spec.path = config.path;
   spec.aliases = config.aliases;
-  // The config validated the name: cpu or cuda.
-  spec.backend = config.backend == "cuda" ? engine::BackendKind::cuda : engine::BackendKind::cpu;
+  // The config validated the name.
+  const auto backend = engine::parse_backend_kind(config.backend);
+  spec.backend = backend ? *backend : engine::BackendKind::cpu;
   spec.devices = config.devices;
+  if (config.gpu_memory_utilization) {
+    spec.cuda.gpu_memory_utilization = *config.gpu_memory_utilization;
+  }
+  if (config.cuda_graphs) spec.cuda.cuda_graphs = *config.cuda_graphs;
+  if (emulated_device.count) spec.emulated_device.devices = *emulated_device.count;
+  if (emulated_device.memory_bytes) {
+    spec.emulated_device.memory_bytes = *emulated_device.memory_bytes;
+  }
   spec.threads = config.threads;
   spec.max_model_len = config.max_model_len;
   spec.max_num_seqs = config.max_num_seqs;

@@ -13,15 +13,48 @@ Error unavailable(const BackendSpec& spec, std::string_view reason) {
   return Error{fmt::format("backend {}: {}", to_string(spec.kind), reason)};
 }
 
+// Values the config and the flags refuse, for specs built in code.
+Status check_cuda_options(const BackendSpec& spec) {
+  const double utilization = spec.cuda.gpu_memory_utilization;
+  if (!(utilization > 0 && utilization <= 1)) {
+    return unavailable(
+        spec, fmt::format("gpu_memory_utilization must be in (0, 1], got {}", utilization));
+  }
+  if (spec.kind != BackendKind::cuda_emulated) return Status::success();
+  if (spec.emulated.devices < 1 || spec.emulated.devices > kMaxEmulatedDevices) {
+    return unavailable(spec, fmt::format("the emulated device count must be in 1..{}, got {}",
+                                         kMaxEmulatedDevices, spec.emulated.devices));
+  }
+  if (spec.emulated.memory_bytes == 0) {
+    return unavailable(spec, "the emulated device memory must be > 0 bytes");
+  }
+  return Status::success();
+}
+
+// The emulator is built into every tern, so only the emulated machine's size can be short.
+Status check_emulated_available(const BackendSpec& spec) {
+  for (const int device : spec.devices) {
+    if (device < 0 || device >= spec.emulated.devices) {
+      return unavailable(
+          spec, fmt::format("there is no emulated CUDA device {}; the emulated machine has {}",
+                            device, spec.emulated.devices));
+    }
+  }
+  return unavailable(spec, kNoCudaBackendYet);
+}
+
 }  // namespace
 
 Status check_backend_available(const BackendSpec& spec, const DeviceReport& devices) {
   if (spec.kind == BackendKind::cpu) {
     if (!spec.devices.empty()) {
-      return unavailable(spec, "devices are CUDA ordinals, only valid with backend cuda");
+      return unavailable(
+          spec, "devices are CUDA ordinals, only valid with backend cuda or cuda-emulated");
     }
     return Status::success();
   }
+  if (Status options = check_cuda_options(spec); !options.ok()) return options;
+  if (spec.kind == BackendKind::cuda_emulated) return check_emulated_available(spec);
   if (!devices.cuda_compiled) {
     return unavailable(spec, "no CUDA in this build (built with TERN_CUDA=OFF or without nvcc)");
   }
@@ -41,7 +74,7 @@ Status check_backend_available(const BackendSpec& spec, const DeviceReport& devi
 }
 
 Status check_backend_available(const BackendSpec& spec) {
-  if (spec.kind == BackendKind::cpu) return check_backend_available(spec, DeviceReport{});
+  if (spec.kind != BackendKind::cuda) return check_backend_available(spec, DeviceReport{});
   return check_backend_available(spec, discover_devices());
 }
 
@@ -62,6 +95,7 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
       return std::unique_ptr<Backend>(std::move(*backend));
     }
     case BackendKind::cuda:
+    case BackendKind::cuda_emulated:
       break;
   }
   return unavailable(spec, kNoCudaBackendYet);

@@ -18,14 +18,17 @@ class ThreadPool;
 
 namespace tern::engine {
 
-// Until issue 15 adds it there is no CUDA backend, so a cuda spec is refused even where CUDA
-// devices are present. It is never served on the CPU instead.
+// Until issue 15 adds it there is no CUDA backend, so a cuda or cuda-emulated spec is refused
+// even where CUDA devices are present. It is never served on the CPU instead.
 inline constexpr std::string_view kNoCudaBackendYet =
     "the CUDA backend is not built yet (issue 15)";
 
-// Why `spec` cannot run where `devices` were found, or success. For cuda, in this order: no
-// CUDA in this build; no usable device (the runtime's own message); an ordinal in `devices`
-// that the machine lacks; kNoCudaBackendYet. Cheap enough to ask before any weights are read.
+// Why `spec` cannot run where `devices` were found, or success. cpu runs anywhere but takes no
+// devices. For cuda, in this order: its CudaOptions out of range; no CUDA in this build; no
+// usable device (the runtime's own message); an ordinal in `devices` that the machine lacks;
+// kNoCudaBackendYet. cuda-emulated runs in every build on no GPU at all: its options out of
+// range (the emulated machine's included), an ordinal the emulated machine lacks, then
+// kNoCudaBackendYet. Cheap enough to ask before any weights are read.
 Status check_backend_available(const BackendSpec& spec, const DeviceReport& devices);
 
 // The same on this machine; asks the CUDA runtime only for a cuda spec.

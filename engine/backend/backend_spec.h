@@ -8,11 +8,35 @@
 
 namespace tern::engine {
 
-enum class BackendKind { cpu, cuda };
+// cuda_emulated is the whole CUDA path on the SIMT emulator (kernels/simt), on the CPU: a test
+// mode, thousands of times slower than a GPU, that needs no GPU or driver.
+enum class BackendKind { cpu, cuda, cuda_emulated };
 
-// "cpu" or "cuda"; anything else is an error that lists both.
+// "cpu", "cuda" or "cuda-emulated"; anything else is an error that lists them.
 Expected<BackendKind> parse_backend_kind(std::string_view name);
 std::string_view to_string(BackendKind kind);
+
+// Whether `kind` runs the CUDA path, so every rule for cuda (devices, CudaOptions, KV types)
+// applies to it.
+constexpr bool is_cuda(BackendKind kind) {
+  return kind != BackendKind::cpu;
+}
+
+// What the config's gpu_memory_utilization and cuda_graphs keys (and their flags) say; read by
+// cuda and cuda-emulated, ignored by cpu.
+struct CudaOptions {
+  double gpu_memory_utilization = 0.9;  // in (0, 1]: the share of each device's memory to take
+  bool cuda_graphs = true;              // replay decode steps as captured CUDA graphs
+};
+
+inline constexpr int kMaxEmulatedDevices = 16;
+
+// The machine cuda-emulated runs on: how many devices the emulator presents, and the global
+// memory of each. Only cuda-emulated reads it.
+struct EmulatedDeviceOptions {
+  int devices = 1;  // 1..kMaxEmulatedDevices
+  std::uint64_t memory_bytes = 4ull << 30;
+};
 
 // What one forward pass must hold. A backend sizes its activation buffers from these once, so
 // a forward pass allocates nothing; Engine::create refuses a scheduler that would ask for more.
@@ -23,11 +47,15 @@ struct BackendOptions {
 };
 
 // Which backend runs a model, on which devices, for how large a batch: what the config's
-// `backend` and `devices` keys and the CLI's `--backend` say, plus the sizes the caller's
-// scheduler needs. create_backend (backend_factory.h) builds it.
+// `backend`, `devices`, CUDA and `emulated_device` keys and the CLI's flags for them say, plus
+// the sizes the caller's scheduler needs. create_backend (backend_factory.h) builds it.
 struct BackendSpec {
   BackendKind kind = BackendKind::cpu;
-  std::vector<int> devices;  // CUDA device ordinals, only with cuda; empty means device 0
+  // CUDA device ordinals, only with cuda or cuda-emulated (the emulated machine's devices);
+  // empty means device 0.
+  std::vector<int> devices;
+  CudaOptions cuda;
+  EmulatedDeviceOptions emulated;
   BackendOptions options;
 };
 

@@ -479,7 +479,8 @@ TEST(Cli, ServeModelTakesABackend) {
 
   const CommandResult tpu = run("serve --model /nonexistent/model.gguf --backend tpu --port 0");
   EXPECT_EQ(tpu.exit_code, 2) << tpu.output;
-  EXPECT_NE(tpu.output.find("--backend must be cpu or cuda, got 'tpu'"), std::string::npos)
+  EXPECT_NE(tpu.output.find("--backend must be cpu, cuda or cuda-emulated, got 'tpu'"),
+            std::string::npos)
       << tpu.output;
 
   // cpu is accepted: what stops this one is the missing model, after the server listened.
@@ -509,7 +510,8 @@ TEST(Cli, GenerateAndBenchTakeABackend) {
   EXPECT_TRUE(names_why_cuda_cannot_run(cuda.output)) << cuda.output;
   const CommandResult tpu = run(generate + " --backend tpu");
   EXPECT_EQ(tpu.exit_code, 2) << tpu.output;
-  EXPECT_NE(tpu.output.find("--backend must be cpu or cuda, got 'tpu'"), std::string::npos)
+  EXPECT_NE(tpu.output.find("--backend must be cpu, cuda or cuda-emulated, got 'tpu'"),
+            std::string::npos)
       << tpu.output;
 
   const std::string bench = fmt::format("bench --model '{}' -p 8 -n 2 -r 1 -t 1", model.string());
@@ -523,6 +525,202 @@ TEST(Cli, GenerateAndBenchTakeABackend) {
     const CommandResult bench_cuda = run(bench + batch + " --backend cuda");
     EXPECT_EQ(bench_cuda.exit_code, 2) << bench_cuda.output;
     EXPECT_TRUE(names_why_cuda_cannot_run(bench_cuda.output)) << bench_cuda.output;
+  }
+}
+
+constexpr std::string_view kEmulatedNotBuilt =
+    "backend cuda-emulated: the CUDA backend is not built yet (issue 15)";
+
+// cuda-emulated needs no GPU, so on every machine what stops it is the missing backend: the
+// server stops before it listens, exit 2, as for cuda; --check warns and passes.
+TEST_F(CliConfigFile, ServeRefusesACudaEmulatedBackendAtStartupAndCheckWarns) {
+  const std::string path = write(
+      "server:\n  host: 127.0.0.1\n  port: 0\nemulated_device:\n  count: 2\nmodels:\n  - name: "
+      "emulated\n    path: /nonexistent/model.gguf\n    backend: cuda-emulated\n    devices: "
+      "[1]\n");
+  const CommandResult served = run(fmt::format("serve --config '{}'", path));
+  EXPECT_EQ(served.exit_code, 2) << served.output;
+  EXPECT_NE(served.output.find(fmt::format(
+                "tern serve: model 'emulated' (/nonexistent/model.gguf): {}\n", kEmulatedNotBuilt)),
+            std::string::npos)
+      << served.output;
+  EXPECT_EQ(served.output.find("listening on"), std::string::npos) << served.output;
+
+  const CommandResult checked = run(fmt::format("serve --config '{}' --check", path));
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  EXPECT_NE(checked.output.find(path + ":9: warning: models[0].backend is cuda-emulated, but the "
+                                       "CUDA backend is not built yet (issue 15)"),
+            std::string::npos)
+      << checked.output;
+  EXPECT_NE(checked.output.find("backend: cuda-emulated"), std::string::npos) << checked.output;
+  EXPECT_NE(checked.output.find("gpu_memory_utilization: 0.9"), std::string::npos)
+      << checked.output;
+}
+
+TEST_F(CliConfigFile, CudaConfigErrorsExitTwoNamingTheKey) {
+  const std::string cases[][2] = {
+      {"models:\n  - name: a\n    path: /a\n    backend: cuda\n    kv_cache_dtype: f32\n",
+       ":5: models[0].kv_cache_dtype is f32, which backend cuda does not support"},
+      {"models:\n  - name: a\n    path: /a\n    gpu_memory_utilization: 2\n",
+       ":4: models[0].gpu_memory_utilization must be in (0, 1], got '2'"},
+      {"emulated_device: {count: 32}\nmodels:\n  - name: a\n    path: /a\n",
+       ":1: emulated_device.count must be in 1..16, got '32'"},
+      {"models:\n  - name: a\n    path: /a\n    backend: cuda-emulated\n    devices: [0, 1]\n",
+       ":5: models[0].devices[1] is emulated device 1, but emulated_device.count is 1"},
+  };
+  for (const auto& [text, message] : cases) {
+    const std::string path = write(text);
+    const CommandResult result = run(fmt::format("serve --config '{}' --check", path));
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_EQ(result.output.rfind(path + message, 0), 0u) << result.output;
+  }
+}
+
+TEST_F(CliConfigFile, CheckWarnsAboutCudaSettingsOnTheCpu) {
+  const std::string path = write(
+      "emulated_device: {memory_bytes: 1GiB}\nmodels:\n  - name: a\n    path: /a\n    "
+      "cuda_graphs: false\n");
+  const CommandResult result = run(fmt::format("serve --config '{}' --check", path));
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find(path + ":1: warning: emulated_device.memory_bytes has no effect: "
+                                      "no model has backend cuda-emulated"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find(path +
+                               ":5: warning: models[0].cuda_graphs has no effect with backend cpu"),
+            std::string::npos)
+      << result.output;
+}
+
+TEST_F(CliConfigFile, ServeCudaOptionsAreForModelOnly) {
+  const std::string path = write("models:\n  - name: a\n    path: /a\n");
+  for (const std::string option :
+       {"--devices 0", "--gpu-memory-utilization 0.5", "--no-cuda-graphs", "--emulated-devices 2",
+        "--emulated-device-memory 1GiB"}) {
+    const CommandResult result = run(fmt::format("serve --config '{}' {} --check", path, option));
+    EXPECT_EQ(result.exit_code, 2) << option << ": " << result.output;
+    EXPECT_NE(result.output.find(option.substr(0, option.find(' ')) + " needs --model"),
+              std::string::npos)
+        << result.output;
+  }
+}
+
+TEST(Cli, ServeModelTakesTheCudaOptions) {
+  const std::string serve =
+      "serve --model /nonexistent/model.gguf --name emu --host 127.0.0.1 "
+      "--port 0 --backend cuda-emulated";
+  const CommandResult refused = run(serve);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find(fmt::format("tern serve: model 'emu' (/nonexistent/model.gguf): {}",
+                                            kEmulatedNotBuilt)),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find("listening on"), std::string::npos) << refused.output;
+
+  const CommandResult two = run(serve + " --devices 0,1");
+  EXPECT_EQ(two.exit_code, 2) << two.output;
+  EXPECT_NE(two.output.find("--devices names emulated device 1, but --emulated-devices is 1"),
+            std::string::npos)
+      << two.output;
+
+  const CommandResult checked =
+      run(serve +
+          " --devices 1,0 --emulated-devices 2 --emulated-device-memory 256MiB "
+          "--gpu-memory-utilization 0.5 --no-cuda-graphs --check");
+  EXPECT_EQ(checked.exit_code, 0) << checked.output;
+  for (const std::string line :
+       {"backend: cuda-emulated", "devices: [1, 0]", "gpu_memory_utilization: 0.5",
+        "cuda_graphs: false", "count: 2", "memory_bytes: 268435456"}) {
+    EXPECT_NE(checked.output.find(line), std::string::npos) << line << "\n" << checked.output;
+  }
+
+  const CommandResult cpu =
+      run("serve --model /nonexistent/model.gguf --gpu-memory-utilization 0.5 --emulated-devices 2 "
+          "--check");
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_NE(cpu.output.find("warning: models[0].gpu_memory_utilization has no effect with "
+                            "backend cpu"),
+            std::string::npos)
+      << cpu.output;
+  EXPECT_NE(cpu.output.find("warning: emulated_device.count has no effect: no model has backend "
+                            "cuda-emulated"),
+            std::string::npos)
+      << cpu.output;
+
+  // Without --check the flags themselves are named, as generate and bench do.
+  const CommandResult cpu_serving =
+      run("serve --model /nonexistent/model.gguf --host 127.0.0.1 --port 0 --no-cuda-graphs");
+  EXPECT_EQ(cpu_serving.exit_code, 2) << cpu_serving.output;
+  EXPECT_NE(cpu_serving.output.find(
+                "tern serve: warning: --no-cuda-graphs has no effect with --backend cpu"),
+            std::string::npos)
+      << cpu_serving.output;
+}
+
+// The flags of generate, bench and serve --model, refused before anything is loaded.
+TEST(Cli, BadCudaOptionsAreUsageErrors) {
+  const std::string commands[] = {
+      "generate --model /nonexistent/model.gguf --prompt-ids 1 --backend cuda-emulated",
+      "bench --model /nonexistent/model.gguf --backend cuda-emulated",
+      "serve --model /nonexistent/model.gguf --port 0 --backend cuda-emulated",
+  };
+  const std::string cases[][2] = {
+      {"--devices 0,0", "--devices repeats device 0"},
+      {"--devices 0,-1", "--devices must be device ordinals >= 0, got '-1'"},
+      {"--devices 0,a", "--devices must be comma-separated device ordinals such as 0,1, got 'a'"},
+      {"--devices ''", "--devices must be comma-separated device ordinals such as 0,1, got ''"},
+      {"--gpu-memory-utilization 0", "--gpu-memory-utilization must be in (0, 1], got '0'"},
+      {"--gpu-memory-utilization 1.5", "--gpu-memory-utilization must be in (0, 1], got '1.5'"},
+      {"--gpu-memory-utilization x", "--gpu-memory-utilization must be a number, got 'x'"},
+      {"--emulated-devices 0", "--emulated-devices must be in 1..16, got '0'"},
+      {"--emulated-devices 17", "--emulated-devices must be in 1..16, got '17'"},
+      {"--emulated-device-memory lots",
+       "--emulated-device-memory must be a byte size such as 1073741824 or 1GiB, got 'lots'"},
+      {"--emulated-device-memory 0", "--emulated-device-memory must be > 0, got '0'"},
+  };
+  for (const std::string& command : commands) {
+    for (const auto& [option, message] : cases) {
+      const CommandResult result = run(command + " " + option);
+      EXPECT_EQ(result.exit_code, 2) << command << " " << option << ": " << result.output;
+      EXPECT_NE(result.output.find(message), std::string::npos)
+          << command << " " << option << ": " << result.output;
+    }
+  }
+}
+
+TEST(Cli, GenerateAndBenchTakeTheCudaOptions) {
+  for (const std::string command : {"generate --model /nonexistent/model.gguf --prompt-ids 1",
+                                    "bench --model /nonexistent/model.gguf"}) {
+    const std::string emulated = command + " --backend cuda-emulated";
+    const CommandResult refused = run(emulated);
+    EXPECT_EQ(refused.exit_code, 2) << refused.output;
+    EXPECT_NE(refused.output.find(kEmulatedNotBuilt), std::string::npos) << refused.output;
+    const CommandResult all = run(emulated +
+                                  " --devices 2,0 --emulated-devices 3 --emulated-device-memory "
+                                  "1GiB --gpu-memory-utilization 0.7 --no-cuda-graphs");
+    EXPECT_EQ(all.exit_code, 2) << all.output;
+    EXPECT_NE(all.output.find(kEmulatedNotBuilt), std::string::npos) << all.output;
+    const CommandResult missing = run(emulated + " --devices 0,3 --emulated-devices 3");
+    EXPECT_EQ(missing.exit_code, 2) << missing.output;
+    EXPECT_NE(missing.output.find("--devices names emulated device 3, but --emulated-devices is 3"),
+              std::string::npos)
+        << missing.output;
+    // On the CPU the CUDA options do nothing: a warning, and what fails is the missing model.
+    const CommandResult cpu =
+        run(command + " --gpu-memory-utilization 0.5 --no-cuda-graphs --emulated-devices 2");
+    EXPECT_EQ(cpu.exit_code, 2) << cpu.output;
+    for (const std::string warning :
+         {"warning: --gpu-memory-utilization has no effect with --backend cpu",
+          "warning: --no-cuda-graphs has no effect with --backend cpu",
+          "warning: --emulated-devices has no effect without --backend cuda-emulated"}) {
+      EXPECT_NE(cpu.output.find(warning), std::string::npos) << warning << "\n" << cpu.output;
+    }
+    EXPECT_NE(cpu.output.find("/nonexistent/model.gguf"), std::string::npos) << cpu.output;
+    const CommandResult cpu_devices = run(command + " --devices 0");
+    EXPECT_EQ(cpu_devices.exit_code, 2) << cpu_devices.output;
+    EXPECT_NE(cpu_devices.output.find("--devices needs --backend cuda or cuda-emulated"),
+              std::string::npos)
+        << cpu_devices.output;
   }
 }
 

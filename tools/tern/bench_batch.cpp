@@ -24,13 +24,13 @@ double engine_seconds(const engine::EngineStats& stats) {
 }  // namespace
 
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
-                kernels::ThreadPool& pool, engine::BackendKind backend_kind,
+                kernels::ThreadPool& pool, const engine::BackendSpec& backend_choice,
                 const std::vector<std::int32_t>& batch_sizes, std::int32_t prompt_tokens,
                 std::int32_t gen_tokens) {
   const engine::ModelConfig& config = weights.config();
   const std::int32_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
   const std::int32_t context = prompt_tokens + gen_tokens + 1;
-  engine::BackendSpec backend_spec{.kind = backend_kind};
+  engine::BackendSpec backend_spec = backend_choice;
   backend_spec.options.max_sequences = largest;
   backend_spec.options.max_batch_tokens = 512;
   backend_spec.options.max_context = context;

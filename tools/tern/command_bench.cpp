@@ -22,13 +22,18 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 8> kOptions{{
+constexpr std::array<OptionSpec, 13> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
     {"repetitions", true, "runs per test (default 3)", 'r'},
     {"threads", true, "compute threads (default: one per core)", 't'},
     kBackendOption,
+    kDevicesOption,
+    kGpuMemoryUtilizationOption,
+    kNoCudaGraphsOption,
+    kEmulatedDevicesOption,
+    kEmulatedDeviceMemoryOption,
     {"batch", true,
      "batch sizes, comma-separated: B requests of -p tokens generating -n each through the "
      "engine (a table of B, PP t/s, TG t/s)"},
@@ -37,7 +42,7 @@ constexpr std::array<OptionSpec, 8> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32] "
-    "[--backend cpu|cuda]\n";
+    "[--backend cpu|cuda|cuda-emulated] [--devices 0,1]\n";
 
 struct Stats {
   double mean = 0, stddev = 0;
@@ -117,8 +122,8 @@ int command_bench(std::span<char* const> args) {
   if (!n_gen || !repetitions || !threads || *n_gen < 0 || *repetitions < 1 || *threads < 1) {
     return fail("-n must be >= 0, -r >= 1 and -t >= 1", kExitUsage);
   }
-  const auto backend_kind = backend_option(*parsed);
-  if (!backend_kind) return fail(backend_kind.error().message, kExitUsage);
+  const auto backend_choice = backend_option(*parsed, "bench");
+  if (!backend_choice) return fail(backend_choice.error().message, kExitUsage);
 
   auto weights = engine::load_model(*model_path);
   if (!weights) return fail(weights.error().message, kExitUsage);
@@ -140,10 +145,10 @@ int command_bench(std::span<char* const> args) {
     }
     std::unique_ptr<engine::Tokenizer> tokenizer;  // optional: detokenizing is part of the cost
     if (auto loaded = engine::Tokenizer::load(*model_path)) tokenizer = std::move(*loaded);
-    return bench_batch(*weights, tokenizer.get(), pool, *backend_kind, *sizes,
+    return bench_batch(*weights, tokenizer.get(), pool, *backend_choice, *sizes,
                        prompt_lengths->front(), static_cast<std::int32_t>(*n_gen));
   }
-  engine::BackendSpec backend_spec{.kind = *backend_kind};
+  engine::BackendSpec backend_spec = *backend_choice;
   backend_spec.options.max_sequences = 1;
   backend_spec.options.max_context = longest;
   backend_spec.options.max_batch_tokens = 512;

@@ -23,7 +23,7 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 14> kOptions{{
+constexpr std::array<OptionSpec, 19> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"prompt", true, "prompt text (tokenized with the model's tokenizer)", 'p'},
     {"prompt-ids", true, "prompt as comma-separated token ids instead of text"},
@@ -34,6 +34,11 @@ constexpr std::array<OptionSpec, 14> kOptions{{
     {"top-p", true, "top-p (default 0.95)"},
     {"threads", true, "compute threads (default: one per core)", 't'},
     kBackendOption,
+    kDevicesOption,
+    kGpuMemoryUtilizationOption,
+    kNoCudaGraphsOption,
+    kEmulatedDevicesOption,
+    kEmulatedDeviceMemoryOption,
     {"prompts-file", true,
      "JSON lines of {\"prompt\"} or {\"prompt_ids\"} (optional max_tokens, temperature, seed, "
      "top_p, stop), run through one engine; one JSON line out per prompt"},
@@ -44,7 +49,7 @@ constexpr std::array<OptionSpec, 14> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] "
-    "[--seed S] [--threads T] [--backend cpu|cuda] [--print-ids]\n"
+    "[--seed S] [--threads T] [--backend cpu|cuda|cuda-emulated] [--devices 0,1] [--print-ids]\n"
     "       tern generate --model PATH --prompts-file F.jsonl [--parallel N] [-n N] [--temp T]\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -87,8 +92,8 @@ int command_generate(std::span<char* const> args) {
   const long long threads = integer("threads", std::max(1u, std::thread::hardware_concurrency()));
   const long long parallel = integer("parallel", 4);
   if (!option_error.empty()) return fail(option_error, kExitUsage);
-  const auto backend_kind = backend_option(*parsed);
-  if (!backend_kind) return fail(backend_kind.error().message, kExitUsage);
+  const auto backend_choice = backend_option(*parsed, "generate");
+  if (!backend_choice) return fail(backend_choice.error().message, kExitUsage);
   if (parallel < 1 || parallel > 1024) return fail("--parallel must be in 1..1024", kExitUsage);
   if (n_predict < 0 || threads < 1 || threads > 1024 || temperature < 0 || top_p <= 0 ||
       top_p > 1) {
@@ -112,7 +117,7 @@ int command_generate(std::span<char* const> args) {
     batch_options.prompts_file = *parsed->value("prompts-file");
     batch_options.parallel = static_cast<std::int32_t>(parallel);
     batch_options.threads = static_cast<std::int32_t>(threads);
-    batch_options.backend = *backend_kind;
+    batch_options.backend = *backend_choice;
     batch_options.max_tokens = static_cast<std::int32_t>(std::max(1LL, n_predict));
     batch_options.sampling.temperature = static_cast<float>(temperature);
     batch_options.sampling.top_k = static_cast<std::int32_t>(top_k);
@@ -138,7 +143,7 @@ int command_generate(std::span<char* const> args) {
   }
 
   kernels::ThreadPool pool(static_cast<int>(threads));
-  engine::BackendSpec backend_spec{.kind = *backend_kind};
+  engine::BackendSpec backend_spec = *backend_choice;
   backend_spec.options.max_sequences = 1;
   backend_spec.options.max_context = static_cast<std::int32_t>(context);
   auto backend = engine::create_backend(backend_spec, *weights, pool);

@@ -19,12 +19,13 @@
 #include "service/server.h"
 #include "service/service_metrics.h"
 #include "tools/tern/arguments.h"
+#include "tools/tern/backend_option.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 8> kOptions{{
+constexpr std::array<OptionSpec, 13> kOptions{{
     {"config", true, "YAML file that lists the server settings and the models to serve", 'c'},
     {"model", true,
      "serve one model: a .gguf file or a Hugging Face directory; 'demo' serves the random demo "
@@ -32,7 +33,13 @@ constexpr std::array<OptionSpec, 8> kOptions{{
      'm'},
     {"name", true, "with --model: the name clients send as `model` (default: the file's name)"},
     {"backend", true,
-     "with --model: cpu (default) or cuda; one the build or machine lacks is an error"},
+     "with --model: cpu (default), cuda, or cuda-emulated (the CUDA path on the SIMT emulator, a "
+     "slow test mode); one the build or machine lacks is an error"},
+    kDevicesOption,
+    kGpuMemoryUtilizationOption,
+    kNoCudaGraphsOption,
+    kEmulatedDevicesOption,
+    kEmulatedDeviceMemoryOption,
     {"host", true,
      "listen address, an IP address or a host name (overrides the config; default 0.0.0.0)"},
     {"port", true, "listen port (overrides the config; default 8000; 0 picks a free one)", 'p'},
@@ -42,7 +49,9 @@ constexpr std::array<OptionSpec, 8> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern serve --config FILE [--host H] [--port P] [--check]\n"
-    "       tern serve --model PATH [--name N] [--backend cpu|cuda] [--host H] [--port P]\n";
+    "       tern serve --model PATH [--name N] [--backend cpu|cuda|cuda-emulated] [--devices 0,1]\n"
+    "                  [--gpu-memory-utilization F] [--no-cuda-graphs] [--host H] [--port P] "
+    "[--check]\n";
 
 constexpr std::string_view kDemoPath = "models/demo.gguf";
 
@@ -68,11 +77,19 @@ Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) 
   if (demo) model.path = std::string(kDemoPath);
   model.name = parsed.value("name").value_or(demo ? "demo" : default_name(model.path));
   if (model.name.empty()) return Error{"--name must not be empty"};
-  if (const auto backend = parsed.value("backend")) {
-    if (auto kind = engine::parse_backend_kind(*backend); !kind) {
-      return Error{"--" + kind.error().message};
-    }
-    model.backend = *backend;
+  // Only what the flags give is set, so --check warns about a flag the backend ignores and the
+  // rest take the defaults, as in a config file.
+  auto backend = parse_backend_options(parsed);
+  if (!backend) return backend.error();
+  model.backend = std::string(engine::to_string(backend->kind));
+  model.devices = backend->devices;
+  if (parsed.has("gpu-memory-utilization")) {
+    model.gpu_memory_utilization = backend->cuda.gpu_memory_utilization;
+  }
+  if (parsed.has("no-cuda-graphs")) model.cuda_graphs = false;
+  if (parsed.has("emulated-devices")) config.emulated_device.count = backend->emulated.devices;
+  if (parsed.has("emulated-device-memory")) {
+    config.emulated_device.memory_bytes = backend->emulated.memory_bytes;
   }
   model.required = true;
   config.models.push_back(std::move(model));
@@ -89,8 +106,11 @@ int command_serve(std::span<char* const> args) {
     return usage_error("give exactly one of --config FILE and --model PATH");
   }
   if (parsed->has("name") && !parsed->has("model")) return usage_error("--name needs --model");
-  if (parsed->has("backend") && !parsed->has("model")) {
-    return usage_error("--backend needs --model (a config names each model's backend)");
+  for (const std::string_view option : kBackendOptionNames) {
+    if (parsed->has(option) && !parsed->has("model")) {
+      return usage_error(
+          fmt::format("--{} needs --model (a config names each model's backend)", option));
+    }
   }
   const auto host = parsed->value("host");
   if (host) {
@@ -106,6 +126,12 @@ int command_serve(std::span<char* const> args) {
   if (!config) {
     fmt::print(stderr, "{}\n", config.error().message);
     return kExitUsage;
+  }
+  if (parsed->has("model") && !parsed->has("check")) {  // --check warns about the keys instead
+    const auto kind = engine::parse_backend_kind(config->models.front().backend);
+    for (const std::string& warning : ignored_backend_options(*parsed, *kind)) {
+      fmt::print(stderr, "tern serve: warning: {}\n", warning);
+    }
   }
   if (host) config->server.host = *host;
   if (parsed->has("port")) config->server.port = static_cast<int>(*port);
@@ -128,13 +154,12 @@ int command_serve(std::span<char* const> args) {
   }
   std::vector<engine::ModelSpec> specs;
   for (const service::ModelConfig& model : config->models) {
-    specs.push_back(service::to_model_spec(model));
+    specs.push_back(service::to_model_spec(model, config->emulated_device));
   }
   // A backend this build or machine cannot run stops the server here, before it listens; the
   // model is never served on the CPU instead.
   for (const engine::ModelSpec& spec : specs) {
-    const Status available =
-        engine::check_backend_available({.kind = spec.backend, .devices = spec.devices});
+    const Status available = engine::check_backend_available(engine::backend_spec_of(spec));
     if (!available.ok()) {
       fmt::print(stderr, "tern serve: model '{}' ({}): {}\n", spec.name, spec.path,
                  available.message());

@@ -106,7 +106,7 @@ int generate_batch(const engine::ModelWeights& weights, const engine::Tokenizer*
   }
   const engine::ModelConfig& config = weights.config();
   kernels::ThreadPool pool(options.threads);
-  engine::BackendSpec backend_spec{.kind = options.backend};
+  engine::BackendSpec backend_spec = options.backend;
   backend_spec.options.max_sequences = options.parallel;
   backend_spec.options.max_batch_tokens = 512;
   backend_spec.options.max_context = config.context_length;

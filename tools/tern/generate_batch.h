@@ -14,7 +14,7 @@ struct GenerateBatchOptions {
   std::string prompts_file;
   std::int32_t parallel = 4;
   std::int32_t threads = 1;
-  engine::BackendKind backend = engine::BackendKind::cpu;
+  engine::BackendSpec backend;   // its sizes are set from `parallel` and the model's context
   std::int32_t max_tokens = 64;  // per line unless it says otherwise
   engine::SamplingParams sampling;
 };

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "engine/model/demo_model.h"
 #include "engine/served_model.h"
 #include "kernels/cpu/thread_pool.h"
@@ -36,17 +38,33 @@ std::string refusal(const BackendSpec& spec, const DeviceReport& report) {
 TEST(BackendFactory, ParsesTheKindsTheConfigNames) {
   EXPECT_EQ(*parse_backend_kind("cpu"), BackendKind::cpu);
   EXPECT_EQ(*parse_backend_kind("cuda"), BackendKind::cuda);
+  EXPECT_EQ(*parse_backend_kind("cuda-emulated"), BackendKind::cuda_emulated);
   const auto tpu = parse_backend_kind("tpu");
   ASSERT_FALSE(tpu.ok());
-  EXPECT_EQ(tpu.error().message, "backend must be cpu or cuda, got 'tpu'");
+  EXPECT_EQ(tpu.error().message, "backend must be cpu, cuda or cuda-emulated, got 'tpu'");
+  EXPECT_FALSE(parse_backend_kind("cuda_emulated").ok());
   EXPECT_EQ(to_string(BackendKind::cuda), "cuda");
+  EXPECT_EQ(to_string(BackendKind::cuda_emulated), "cuda-emulated");
+  EXPECT_FALSE(is_cuda(BackendKind::cpu));
+  EXPECT_TRUE(is_cuda(BackendKind::cuda));
+  EXPECT_TRUE(is_cuda(BackendKind::cuda_emulated));
+}
+
+TEST(BackendFactory, SpecDefaultsFollowTheIssue) {
+  const BackendSpec spec;
+  EXPECT_DOUBLE_EQ(spec.cuda.gpu_memory_utilization, 0.9);
+  EXPECT_TRUE(spec.cuda.cuda_graphs);
+  EXPECT_EQ(spec.emulated.devices, 1);
+  EXPECT_EQ(spec.emulated.memory_bytes, 4ull << 30);
+  EXPECT_EQ(kMaxEmulatedDevices, 16);
 }
 
 TEST(BackendFactory, CpuRunsAnywhereButTakesNoDevices) {
   EXPECT_TRUE(check_backend_available({.kind = BackendKind::cpu}, machine(false, 0)).ok());
   EXPECT_TRUE(check_backend_available({.kind = BackendKind::cpu}).ok());
   EXPECT_EQ(refusal({.kind = BackendKind::cpu, .devices = {0}}, machine(true, 1)),
-            "backend cpu: devices are CUDA ordinals, only valid with backend cuda");
+            "backend cpu: devices are CUDA ordinals, only valid with backend cuda or "
+            "cuda-emulated");
 }
 
 // Each reason a cuda backend cannot run, most basic first, and never a fallback to the CPU.
@@ -61,6 +79,46 @@ TEST(BackendFactory, CudaSaysWhyItCannotRun) {
   EXPECT_EQ(refusal(cuda, machine(true, 2)), "backend cuda: " + std::string(kNoCudaBackendYet));
   EXPECT_EQ(refusal({.kind = BackendKind::cuda, .devices = {1}}, machine(true, 2)),
             "backend cuda: " + std::string(kNoCudaBackendYet));
+}
+
+// The emulator is in every build and needs no GPU or driver, so cuda-emulated gets as far as
+// creating the backend anywhere; its devices are the emulated machine's, not this one's.
+TEST(BackendFactory, CudaEmulatedNeedsNoDeviceButTheBackend) {
+  const BackendSpec emulated{.kind = BackendKind::cuda_emulated};
+  const std::string not_built = "backend cuda-emulated: " + std::string(kNoCudaBackendYet);
+  EXPECT_EQ(refusal(emulated, machine(false, 0)), not_built);
+  EXPECT_EQ(refusal(emulated, machine(true, 0)), not_built);
+  EXPECT_EQ(check_backend_available(emulated).message(), not_built);
+  BackendSpec two{.kind = BackendKind::cuda_emulated, .devices = {0, 1}};
+  EXPECT_EQ(
+      refusal(two, machine(true, 4)),
+      "backend cuda-emulated: there is no emulated CUDA device 1; the emulated machine has 1");
+  two.emulated.devices = 2;
+  EXPECT_EQ(refusal(two, machine(false, 0)), not_built);
+}
+
+// Values a spec built in code could carry that no config or flag accepts.
+TEST(BackendFactory, OutOfRangeCudaOptionsAreRefusedFirst) {
+  BackendSpec cuda{.kind = BackendKind::cuda};
+  cuda.cuda.gpu_memory_utilization = 0;
+  EXPECT_EQ(refusal(cuda, machine(false, 0)),
+            "backend cuda: gpu_memory_utilization must be in (0, 1], got 0");
+  cuda.cuda.gpu_memory_utilization = 1.5;
+  EXPECT_EQ(refusal(cuda, machine(true, 1)),
+            "backend cuda: gpu_memory_utilization must be in (0, 1], got 1.5");
+  BackendSpec emulated{.kind = BackendKind::cuda_emulated};
+  emulated.emulated.devices = 17;
+  EXPECT_EQ(refusal(emulated, machine(false, 0)),
+            "backend cuda-emulated: the emulated device count must be in 1..16, got 17");
+  emulated.emulated.devices = 1;
+  emulated.emulated.memory_bytes = 0;
+  EXPECT_EQ(refusal(emulated, machine(false, 0)),
+            "backend cuda-emulated: the emulated device memory must be > 0 bytes");
+  // The CPU ignores them: --check warns about such keys, nothing refuses them.
+  BackendSpec cpu;
+  cpu.cuda.gpu_memory_utilization = 0;
+  cpu.emulated.devices = 0;
+  EXPECT_TRUE(check_backend_available(cpu, machine(false, 0)).ok());
 }
 
 class BackendFactoryModel : public ::testing::Test {
@@ -101,6 +159,13 @@ TEST_F(BackendFactoryModel, CudaIsAnErrorNamingTheReasonOnThisMachine) {
   EXPECT_EQ(backend.error().message.rfind("backend cuda: ", 0), 0u) << backend.error().message;
 }
 
+TEST_F(BackendFactoryModel, CudaEmulatedIsRefusedUntilTheBackendExists) {
+  const BackendSpec spec{.kind = BackendKind::cuda_emulated};
+  auto backend = create_backend(spec, *weights_, pool_);
+  ASSERT_FALSE(backend.ok()) << "built a " << (*backend)->name() << " backend for cuda-emulated";
+  EXPECT_EQ(backend.error().message, "backend cuda-emulated: " + std::string(kNoCudaBackendYet));
+}
+
 // A served model names itself and the reason, and is refused before its weights are read
 // (the path does not even exist).
 TEST(BackendFactory, ServedModelWithCudaNamesTheModelAndTheReason) {
@@ -114,6 +179,53 @@ TEST(BackendFactory, ServedModelWithCudaNamesTheModelAndTheReason) {
   EXPECT_EQ(served.error().message,
             "model 'gpu-model' (/nonexistent/model.gguf): " +
                 check_backend_available({.kind = BackendKind::cuda}).message());
+}
+
+TEST(BackendFactory, ServedModelCarriesItsCudaSettingsIntoTheBackendSpec) {
+  ModelSpec spec;
+  spec.backend = BackendKind::cuda_emulated;
+  spec.devices = {0, 1};
+  spec.cuda = {.gpu_memory_utilization = 0.5, .cuda_graphs = false};
+  spec.emulated_device = {.devices = 2, .memory_bytes = 1ull << 20};
+  const BackendSpec backend = backend_spec_of(spec);
+  EXPECT_EQ(backend.kind, BackendKind::cuda_emulated);
+  EXPECT_EQ(backend.devices, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(backend.cuda.gpu_memory_utilization, 0.5);
+  EXPECT_FALSE(backend.cuda.cuda_graphs);
+  EXPECT_EQ(backend.emulated.devices, 2);
+  EXPECT_EQ(backend.emulated.memory_bytes, 1ull << 20);
+}
+
+TEST(BackendFactory, ServedModelWithCudaEmulatedIsRefusedBeforeItsWeightsAreRead) {
+  ModelSpec spec;
+  spec.name = "emulated";
+  spec.path = "/nonexistent/model.gguf";
+  spec.backend = BackendKind::cuda_emulated;
+  kernels::ThreadPool pool(1);
+  auto served = load_served_model(spec, pool);
+  ASSERT_FALSE(served.ok());
+  EXPECT_EQ(served.error().message,
+            "model 'emulated' (/nonexistent/model.gguf): backend "
+            "cuda-emulated: " +
+                std::string(kNoCudaBackendYet));
+}
+
+// The CUDA kernels take f16 and bf16 KV caches only; a spec built in code is refused too.
+TEST(BackendFactory, ServedModelOnCudaRefusesAnF32KvCache) {
+  for (const BackendKind kind : {BackendKind::cuda, BackendKind::cuda_emulated}) {
+    ModelSpec spec;
+    spec.name = "m";
+    spec.path = "/nonexistent/model.gguf";
+    spec.backend = kind;
+    spec.kv_cache_type = KvCacheType::f32;
+    kernels::ThreadPool pool(1);
+    auto served = load_served_model(spec, pool);
+    ASSERT_FALSE(served.ok());
+    EXPECT_EQ(served.error().message,
+              fmt::format("model 'm' (/nonexistent/model.gguf): kv_cache_dtype f32 is not "
+                          "supported by backend {}: its kernels take f16 and bf16",
+                          to_string(kind)));
+  }
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ TEST(Config, MinimalFileGetsDefaults) {
   EXPECT_TRUE(m.enable_prefix_caching);
   EXPECT_FALSE(m.required);
   EXPECT_FALSE(m.sampling.temperature.has_value());
+  EXPECT_FALSE(m.gpu_memory_utilization.has_value());
+  EXPECT_FALSE(m.cuda_graphs.has_value());
+  EXPECT_FALSE(config->emulated_device.count.has_value());
+  EXPECT_FALSE(config->emulated_device.memory_bytes.has_value());
 }
 
 TEST(Config, ReadsEveryField) {
@@ -73,6 +77,8 @@ models:
     aliases: [b1, b2]
     backend: cuda
     devices: [0, 1]
+    gpu_memory_utilization: 0.8
+    cuda_graphs: false
     threads: 2
     max_model_len: 4096
     max_num_seqs: 8
@@ -113,6 +119,8 @@ models:
   EXPECT_EQ(m.aliases, (std::vector<std::string>{"b1", "b2"}));
   EXPECT_EQ(m.backend, "cuda");
   EXPECT_EQ(m.devices, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(*m.gpu_memory_utilization, 0.8);
+  EXPECT_FALSE(*m.cuda_graphs);
   EXPECT_EQ(m.threads, 2);
   EXPECT_EQ(m.max_model_len, 4096);
   EXPECT_EQ(m.max_num_seqs, 8);
@@ -133,6 +141,79 @@ models:
   EXPECT_DOUBLE_EQ(*m.sampling.frequency_penalty, -0.5);
   EXPECT_EQ(*m.sampling.max_tokens, 100);
   EXPECT_EQ(*m.sampling.seed, 42u);
+}
+
+TEST(Config, ReadsTheEmulatedMachine) {
+  const std::string yaml = R"(
+emulated_device:
+  count: 4
+  memory_bytes: 512MiB
+models:
+  - name: emulated
+    path: /m.gguf
+    backend: cuda-emulated
+    devices: [3, 0]
+    gpu_memory_utilization: 1
+)";
+  const auto config = parse_config(yaml, "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(*config->emulated_device.count, 4);
+  EXPECT_EQ(*config->emulated_device.memory_bytes, 512ull << 20);
+  const ModelConfig& m = config->models.at(0);
+  EXPECT_EQ(m.backend, "cuda-emulated");
+  EXPECT_EQ(m.devices, (std::vector<int>{3, 0}));
+  EXPECT_DOUBLE_EQ(*m.gpu_memory_utilization, 1.0);
+  EXPECT_EQ(config->origin.lines.at("emulated_device.count"), 3);
+}
+
+// cuda-emulated models take devices as cuda ones do, counted against the emulated machine,
+// which the file itself describes (one device unless emulated_device.count says more).
+TEST(Config, CudaEmulatedDevicesAreTheEmulatedMachines) {
+  const std::string model =
+      "models:\n  - name: a\n    path: /a\n    backend: cuda-emulated\n    devices: [0, 1]\n";
+  EXPECT_EQ(error_of(model),
+            "test.yaml:5: models[0].devices[1] is emulated device 1, but emulated_device.count "
+            "is 1");
+  EXPECT_EQ(error_of("emulated_device: {count: 1}\n" + model),
+            "test.yaml:6: models[0].devices[1] is emulated device 1, but emulated_device.count "
+            "is 1");
+  EXPECT_TRUE(parse_config("emulated_device: {count: 2}\n" + model, "t.yaml", kNoEnvironment).ok());
+  // Devices of a cuda model are the real machine's: --check warns, the file is valid.
+  EXPECT_TRUE(
+      parse_config("models:\n  - name: a\n    path: /a\n    backend: cuda\n    devices: [0, 5]\n",
+                   "t.yaml", kNoEnvironment)
+          .ok());
+}
+
+// The CUDA kernels take f16 and bf16 KV caches only.
+TEST(Config, CudaBackendsRefuseAnF32KvCache) {
+  for (const std::string backend : {"cuda", "cuda-emulated"}) {
+    EXPECT_EQ(error_of("models:\n  - name: a\n    path: /a\n    kv_cache_dtype: f32\n    "
+                       "backend: " +
+                       backend + "\n"),
+              "test.yaml:4: models[0].kv_cache_dtype is f32, which backend " + backend +
+                  " does not support (its kernels take f16 and bf16)");
+    for (const std::string dtype : {"f16", "bf16"}) {
+      EXPECT_TRUE(parse_config("models:\n  - name: a\n    path: /a\n    backend: " + backend +
+                                   "\n    kv_cache_dtype: " + dtype + "\n",
+                               "t.yaml", kNoEnvironment)
+                      .ok())
+          << backend << " " << dtype;
+    }
+  }
+  EXPECT_TRUE(
+      parse_config(std::string(kMinimal) + "    kv_cache_dtype: f32\n", "t.yaml", kNoEnvironment)
+          .ok());
+}
+
+// Keys that only a CUDA backend reads are valid with cpu; `tern serve --check` warns about them.
+TEST(Config, CudaSettingsAreValidWithTheCpuBackend) {
+  const auto config = parse_config(std::string(kMinimal) +
+                                       "    gpu_memory_utilization: 0.5\n    cuda_graphs: "
+                                       "false\nemulated_device: {count: 2}\n",
+                                   "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_DOUBLE_EQ(*config->models[0].gpu_memory_utilization, 0.5);
 }
 
 TEST(Config, ErrorNamesFileLineAndKey) {
@@ -204,9 +285,41 @@ TEST(Config, RangeChecks) {
        "off"},
       {"logging:\n  format: xml\n" + models, "test.yaml:2: logging.format must be text or json"},
       {models + "    backend: tpu\n",
-       "test.yaml:4: models[0].backend must be cpu or cuda, got 'tpu'"},
+       "test.yaml:4: models[0].backend must be cpu, cuda or cuda-emulated, got 'tpu'"},
+      {models + "    backend: cuda_emulated\n",
+       "test.yaml:4: models[0].backend must be cpu, cuda or cuda-emulated, got 'cuda_emulated'"},
       {models + "    devices: [0]\n",
-       "test.yaml:4: models[0].devices is only valid with backend: cuda"},
+       "test.yaml:4: models[0].devices is only valid with backend cuda or cuda-emulated"},
+      {models + "    backend: cuda-emulated\n    devices: [0, 0]\n",
+       "test.yaml:5: models[0].devices[1] repeats device 0"},
+      {models + "    backend: cuda-emulated\n    devices: [-1]\n",
+       "test.yaml:5: models[0].devices[0] must be >= 0"},
+      {models + "    gpu_memory_utilization: 0\n",
+       "test.yaml:4: models[0].gpu_memory_utilization must be in (0, 1], got '0'"},
+      {models + "    gpu_memory_utilization: 1.01\n",
+       "test.yaml:4: models[0].gpu_memory_utilization must be in (0, 1], got '1.01'"},
+      {models + "    gpu_memory_utilization: -0.5\n",
+       "test.yaml:4: models[0].gpu_memory_utilization must be in (0, 1], got '-0.5'"},
+      {models + "    gpu_memory_utilization: 90%\n",
+       "test.yaml:4: models[0].gpu_memory_utilization must be a finite number, got '90%'"},
+      {models + "    cuda_graphs: sometimes\n",
+       "test.yaml:4: models[0].cuda_graphs must be true or false, got 'sometimes'"},
+      {"emulated_device:\n  count: 0\n" + models,
+       "test.yaml:2: emulated_device.count must be in 1..16, got '0'"},
+      {"emulated_device:\n  count: 17\n" + models,
+       "test.yaml:2: emulated_device.count must be in 1..16, got '17'"},
+      {"emulated_device:\n  count: two\n" + models,
+       "test.yaml:2: emulated_device.count must be an integer, got 'two'"},
+      {"emulated_device:\n  memory_bytes: 0\n" + models,
+       "test.yaml:2: emulated_device.memory_bytes must be > 0"},
+      {"emulated_device:\n  memory_bytes: lots\n" + models,
+       "test.yaml:2: emulated_device.memory_bytes must be a byte size such as 1073741824 or 1GiB, "
+       "got 'lots'"},
+      {"emulated_device:\n  memory: 1GiB\n" + models,
+       "test.yaml:2: emulated_device.memory is not a known key (did you mean 'memory_bytes'?)"},
+      {"emulated_device: 2\n" + models, "test.yaml:1: emulated_device must be a mapping"},
+      {models + "    emulated_devices: 2\n",
+       "test.yaml:4: models[0].emulated_devices is not a known key"},
       {models + "    backend: cuda\n    devices: [0, -1]\n",
        "test.yaml:5: models[0].devices[1] must be >= 0"},
       {models + "    backend: cuda\n    devices: [1, 1]\n",
@@ -349,6 +462,29 @@ TEST(Config, DumpRedactsSecretsAndRoundTrips) {
   ASSERT_TRUE(reparsed.ok()) << reparsed.error().message << "\n" << dumped;
   EXPECT_EQ(reparsed->models[0].kv_cache_bytes, config->models[0].kv_cache_bytes);
   EXPECT_EQ(reparsed->server.port, config->server.port);
+}
+
+// The dump fills in the CUDA settings' defaults where a model reads them, and only there, so a
+// dumped cpu config checks without warnings about keys it never had.
+TEST(Config, DumpFillsInTheCudaDefaultsWhereTheyApply) {
+  const auto config = parse_config(
+      "models:\n  - name: c\n    path: /c\n  - name: e\n    path: /e\n    backend: "
+      "cuda-emulated\n",
+      "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const std::string dumped = dump_config(*config);
+  const auto reparsed = parse_config(dumped, "dump.yaml", kNoEnvironment);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.error().message << "\n" << dumped;
+  EXPECT_FALSE(reparsed->models[0].gpu_memory_utilization.has_value()) << dumped;
+  EXPECT_FALSE(reparsed->models[0].cuda_graphs.has_value()) << dumped;
+  EXPECT_DOUBLE_EQ(reparsed->models[1].gpu_memory_utilization.value_or(0), 0.9) << dumped;
+  EXPECT_TRUE(reparsed->models[1].cuda_graphs.value_or(false)) << dumped;
+  EXPECT_EQ(reparsed->emulated_device.count.value_or(0), 1) << dumped;
+  EXPECT_EQ(reparsed->emulated_device.memory_bytes.value_or(0), 4ull << 30) << dumped;
+  const auto cpu_only = parse_config(kMinimal, "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(cpu_only.ok());
+  EXPECT_EQ(dump_config(*cpu_only).find("emulated_device"), std::string::npos);
+  EXPECT_EQ(dump_config(*cpu_only).find("gpu_memory_utilization"), std::string::npos);
 }
 
 TEST(Config, MissingFileIsAnError) {

@@ -75,6 +75,51 @@ TEST(ConfigWarnings, CudaBackendThatIsNotBuiltYet) {
   EXPECT_NE(short_one[0].find("devices[1]"), std::string::npos) << short_one[0];
 }
 
+// cuda-emulated needs no GPU, so only the missing backend is worth a warning.
+TEST(ConfigWarnings, CudaEmulatedNeedsOnlyTheBackend) {
+  const Config config = parse(
+      "emulated_device: {count: 2}\nmodels:\n  - name: a\n    path: /a\n    backend: "
+      "cuda-emulated\n    devices: [0, 1]\n");
+  EXPECT_TRUE(machine_warnings(config, machine({"/a"}, 0)).empty());
+  MachineFacts facts = machine({"/a"}, 0);
+  facts.cuda_backend_missing = "the CUDA backend is not built yet (issue 15)";
+  const std::vector<std::string> warnings = machine_warnings(config, facts);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:5: warning: models[0].backend is cuda-emulated, but the CUDA backend is "
+            "not built yet (issue 15)");
+}
+
+// The CPU reads none of the CUDA keys: they are valid, and --check says they do nothing.
+TEST(ConfigWarnings, CudaSettingsHaveNoEffectOnTheCpu) {
+  const Config config = parse(
+      "models:\n  - name: a\n    path: /a\n    gpu_memory_utilization: 0.5\n    cuda_graphs: "
+      "false\n  - name: b\n    path: /a\n    backend: cuda\n    gpu_memory_utilization: "
+      "0.5\n");
+  const std::vector<std::string> warnings = machine_warnings(config, machine({"/a"}, 1));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:4: warning: models[0].gpu_memory_utilization has no effect with backend "
+            "cpu");
+  EXPECT_EQ(warnings[1],
+            "test.yaml:5: warning: models[0].cuda_graphs has no effect with backend cpu");
+}
+
+// The emulated machine is only for cuda-emulated models; a real GPU ignores it.
+TEST(ConfigWarnings, EmulatedDeviceWithoutACudaEmulatedModel) {
+  const Config config = parse(
+      "emulated_device:\n  count: 2\n  memory_bytes: 1GiB\nmodels:\n  - name: a\n    path: "
+      "/a\n    backend: cuda\n");
+  const std::vector<std::string> warnings = machine_warnings(config, machine({"/a"}, 1));
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:2: warning: emulated_device.count has no effect: no model has backend "
+            "cuda-emulated");
+  EXPECT_EQ(warnings[1],
+            "test.yaml:3: warning: emulated_device.memory_bytes has no effect: no model has "
+            "backend cuda-emulated");
+}
+
 TEST(ConfigWarnings, ThisMachineKnowsThereIsNoCudaBackendYet) {
   EXPECT_EQ(this_machine().cuda_backend_missing, "the CUDA backend is not built yet (issue 15)");
 }
