@@ -70,6 +70,11 @@ LaunchStatus check_pointer_argument(const char* kernel_name, std::size_t index,
               " points outside the device's memory (host memory passed to a kernel?)"};
 }
 
+LaunchRecorder*& launch_recorder() {
+  thread_local LaunchRecorder* recorder = nullptr;
+  return recorder;
+}
+
 LaunchStatus& last_launch_status() {
   thread_local LaunchStatus status;
   return status;

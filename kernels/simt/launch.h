@@ -64,6 +64,17 @@ struct LaunchStatus {
 LaunchStatus run_grid(const char* kernel_name, const LaunchConfig& config,
                       const std::function<void()>& body);
 
+// While a recorder is installed on an OS thread, TERN_LAUNCH and launch() on that thread record
+// the launch, with its arguments as they are now, instead of running it: the emulated device's
+// CUDA graph capture. The pointer checks still run at record time, as CUDA validates a launch
+// when it is captured.
+class LaunchRecorder {
+ public:
+  virtual ~LaunchRecorder() = default;
+  virtual void record(const char* kernel_name, std::function<LaunchStatus()> replay) = 0;
+};
+LaunchRecorder*& launch_recorder();
+
 // A pointer argument must be null or point into the emulated device's memory (device_memory.h).
 LaunchStatus check_pointer_argument(const char* kernel_name, std::size_t index,
                                     const void* pointer);
@@ -86,6 +97,15 @@ LaunchStatus launch(const char* kernel_name, const LaunchConfig& config, void (*
   }
   (std::index_sequence_for<Params...>{});
   if (!status.ok()) return status;
+  if (LaunchRecorder* recorder = launch_recorder()) {
+    recorder->record(kernel_name, [kernel_name, config, kernel, bound] {
+      return run_grid(kernel_name, config, [&] {
+        std::tuple<Params...> arguments = bound;  // each replay runs on the captured values
+        std::apply(kernel, arguments);
+      });
+    });
+    return status;
+  }
   return run_grid(kernel_name, config, [&] { std::apply(kernel, bound); });
 }
 
