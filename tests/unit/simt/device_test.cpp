@@ -23,7 +23,7 @@ using kernels::cuda::store_aligned;
 int g_line = 0;
 
 __global__ void copy_one(const int* in, int* out) {
-  out[threadIdx.x] = in[threadIdx.x];
+  out[threadIdx.x] = __ldg(in + threadIdx.x);
 }
 
 TEST(SimtDeviceMemory, KernelHandedHostMemoryFailsBeforeItRuns) {
