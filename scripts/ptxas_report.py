@@ -22,7 +22,7 @@ KV_TYPES = {"0": "F32", "1": "F16", "2": "BF16"}
 
 def readable(demangled):
     """The kernel's name and template arguments, without its namespace and parameter list."""
-    name = re.sub(r"^void |tern::kernels::cuda::", "", demangled)
+    name = re.sub(r"^void |tern::kernels::cuda::(device::)?", "", demangled)
     depth = 0
     for i, c in enumerate(name):
         depth += c == "<"
