@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu/rms_norm.h"
+#include "tests/unit/engine/cuda/device_runtime_test_support.h"
 
 namespace tern::engine::cuda {
 namespace {
@@ -25,22 +26,6 @@ namespace {
   Expected<std::unique_ptr<DeviceRuntime>> made_##runtime = make_cuda_device_runtime(0); \
   if (!made_##runtime.ok()) GTEST_SKIP() << made_##runtime.error().message;              \
   DeviceRuntime& runtime = **made_##runtime
-
-DeviceAllocation must_allocate(DeviceRuntime& runtime, std::uint64_t bytes, std::string_view what) {
-  Expected<DeviceAllocation> memory = DeviceAllocation::create(runtime, bytes, what);
-  EXPECT_TRUE(memory.ok()) << memory.error().message;
-  return memory.ok() ? std::move(memory).value() : DeviceAllocation();
-}
-
-template <class T>
-std::vector<T> download(DeviceRuntime& runtime, const DeviceAllocation& memory, Stream stream) {
-  std::vector<T> values(memory.bytes() / sizeof(T));
-  const Status copied = runtime.copy_to_host(values.data(), memory.get(), memory.bytes(), stream);
-  EXPECT_TRUE(copied.ok()) << copied.message();
-  const Status synchronized = runtime.synchronize(stream);
-  EXPECT_TRUE(synchronized.ok()) << synchronized.message();
-  return values;
-}
 
 // Pinned host memory that frees itself: captured copies read host memory at replay, and CUDA
 // records copies from page-locked memory into a graph as plain memcpy nodes.

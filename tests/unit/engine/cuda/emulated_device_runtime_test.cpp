@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/rms_norm.h"
+#include "tests/unit/engine/cuda/device_runtime_test_support.h"
 
 namespace tern::engine::cuda {
 namespace {
@@ -20,20 +21,6 @@ EmulatedDeviceOptions machine(int devices, std::uint64_t memory_bytes) {
   options.devices = devices;
   options.memory_bytes = memory_bytes;
   return options;
-}
-
-DeviceAllocation must_allocate(DeviceRuntime& runtime, std::uint64_t bytes, std::string_view what) {
-  Expected<DeviceAllocation> memory = DeviceAllocation::create(runtime, bytes, what);
-  EXPECT_TRUE(memory.ok()) << memory.error().message;
-  return memory.ok() ? std::move(memory).value() : DeviceAllocation();
-}
-
-template <class T>
-std::vector<T> download(DeviceRuntime& runtime, const DeviceAllocation& memory, Stream stream) {
-  std::vector<T> values(memory.bytes() / sizeof(T));
-  EXPECT_TRUE(runtime.copy_to_host(values.data(), memory.get(), memory.bytes(), stream).ok());
-  EXPECT_TRUE(runtime.synchronize(stream).ok());
-  return values;
 }
 
 TEST(EmulatedDeviceRuntime, EachDeviceHasItsMemoryAndAnAllocationOverItFailsWithTheSizes) {
