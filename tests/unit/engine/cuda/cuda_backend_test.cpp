@@ -225,5 +225,44 @@ TEST_F(CudaBackendLimits, MoreThanOneDeviceIsRefusedUntilTensorParallelism) {
   EXPECT_TRUE(create_backend(spec, *weights_, pool_).ok());
 }
 
+// Everything a forward pass needs is allocated with the backend and its KV cache: the device's
+// free memory is the same after prefill and decode steps as before them.
+TEST_F(CudaBackendLimits, AForwardPassAllocatesNoDeviceMemory) {
+  auto owned = cuda::make_emulated_device_runtime(EmulatedDeviceOptions{});
+  cuda::DeviceRuntime* runtime = owned.get();  // owned by the backend from here on
+  const BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  auto backend = cuda::CudaBackend::create(std::move(owned), 0, *weights_, spec.options);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  ASSERT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  const std::uint64_t free_before = runtime->memory_info()->free_bytes;
+  const std::int32_t vocab = (*backend)->vocab_size();
+  for (const Step& step : steps()) {
+    if (!step.copies_before.empty()) {
+      ASSERT_TRUE((*backend)->copy_kv_blocks(step.copies_before).ok());
+    }
+    const BatchPlan plan = make_plan(step.parts, vocab);
+    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
+                              static_cast<std::size_t>(vocab));
+    ASSERT_TRUE((*backend)->forward(plan, logits).ok());
+    EXPECT_EQ(runtime->memory_info()->free_bytes, free_before);
+  }
+}
+
+// The plan's device buffers hold max_sequences chunks; a plan with more (possible when some
+// want no logits) is refused rather than written past them.
+TEST_F(CudaBackendLimits, APlanWithMoreSequencesThanTheBackendTakesIsRefused) {
+  auto backend = create_backend(spec_of(BackendKind::cuda_emulated), *weights_, pool_);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  ASSERT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  std::vector<Part> parts;
+  for (int s = 0; s < 4; ++s) parts.push_back({s, 0, 1, false});
+  parts.push_back({0, 1, 1, true});
+  const BatchPlan plan = make_plan(parts, (*backend)->vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>((*backend)->vocab_size()));
+  const Status refused = (*backend)->forward(plan, logits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "batch plan: 5 tokens of 5 sequences, the backend takes 32 of 4");
+}
+
 }  // namespace
 }  // namespace tern::engine
