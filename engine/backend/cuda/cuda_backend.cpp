@@ -142,7 +142,10 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   const int blocks_per_sequence = (s.options.max_context + spec.block_size - 1) / spec.block_size;
   auto plan = DevicePlan::create(*s.runtime, s.options.max_batch_tokens, s.options.max_sequences,
                                  blocks_per_sequence, spec.block_size);
-  if (!plan) return plan.error();
+  if (!plan) {
+    s.kv_cache = DeviceKvCache();  // no forward pass without both
+    return plan.error();
+  }
   s.plan.emplace(std::move(*plan));
   return Status::success();
 }
@@ -160,6 +163,7 @@ Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
                                s.options.max_context,          s.spec.shape.vocab,
                                s.kv_cache.layout().block_size, s.kv_cache.num_blocks()};
   if (Status valid = validate_batch_plan(plan, limits, logits.size()); !valid.ok()) return valid;
+  if (!s.plan) return Error{"batch plan: forward() before allocate_kv_cache()"};
   if (Status selected = s.use_device(); !selected.ok()) return selected;
   if (Status uploaded = s.plan->upload(plan, s.stream); !uploaded.ok()) return uploaded;
   s.ops->begin(s.plan->view());

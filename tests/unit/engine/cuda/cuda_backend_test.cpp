@@ -212,6 +212,29 @@ TEST_F(CudaBackendLimits, AnF32KvCacheIsRefusedNamingTheSetting) {
   EXPECT_TRUE((*backend)->allocate_kv_cache({KvCacheType::bf16, kBlockSize, 4}).ok());
 }
 
+// A KV cache larger than what the weights and activations leave fails with the sizes, and the
+// backend then refuses to run rather than reading a cache it does not have.
+TEST_F(CudaBackendLimits, AKvCacheThatDoesNotFitFailsWithItsSizes) {
+  BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  spec.emulated.memory_bytes = 16 << 20;
+  auto backend = create_backend(spec, *weights_, pool_);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  const Status too_large = (*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, 4096});
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_EQ(
+      too_large.message().rfind("cuda-emulated: out of memory on device 0: the KV cache (4096 "
+                                "blocks of 2048 bytes, K and V, in 2 layers) needs ",
+                                0),
+      0u)
+      << too_large.message();
+  const BatchPlan plan = make_plan(std::vector<Part>{{0, 0, 1, true}}, (*backend)->vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>((*backend)->vocab_size()));
+  EXPECT_EQ((*backend)->forward(plan, logits).message(),
+            "batch plan: forward() before allocate_kv_cache()");
+  EXPECT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  EXPECT_TRUE((*backend)->forward(plan, logits).ok());
+}
+
 TEST_F(CudaBackendLimits, MoreThanOneDeviceIsRefusedUntilTensorParallelism) {
   BackendSpec spec = spec_of(BackendKind::cuda_emulated);
   spec.emulated.devices = 2;
