@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/emulated_device_runtime.h"
 
 namespace tern::engine {
 namespace {
@@ -31,6 +33,14 @@ Status check_cuda_options(const BackendSpec& spec) {
   return Status::success();
 }
 
+// More than one device is tensor parallelism (issue 16): not yet, and never silently one device.
+Status check_single_device(const BackendSpec& spec) {
+  if (spec.devices.size() <= 1) return Status::success();
+  return unavailable(spec, fmt::format("{} devices given, but tensor parallelism over several "
+                                       "devices is not built yet (issue 16): give one device",
+                                       spec.devices.size()));
+}
+
 // The emulator is built into every tern, so only the emulated machine's size can be short.
 Status check_emulated_available(const BackendSpec& spec) {
   for (const int device : spec.devices) {
@@ -40,7 +50,7 @@ Status check_emulated_available(const BackendSpec& spec) {
                             device, spec.emulated.devices));
     }
   }
-  return unavailable(spec, kNoCudaBackendYet);
+  return check_single_device(spec);
 }
 
 }  // namespace
@@ -94,8 +104,14 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
       if (!backend) return backend.error();
       return std::unique_ptr<Backend>(std::move(*backend));
     }
+    case BackendKind::cuda_emulated: {
+      const int device = spec.devices.empty() ? 0 : spec.devices.front();
+      auto backend = cuda::CudaBackend::create(cuda::make_emulated_device_runtime(spec.emulated),
+                                               device, weights, spec.options);
+      if (!backend) return unavailable(spec, backend.error().message);
+      return std::unique_ptr<Backend>(std::move(*backend));
+    }
     case BackendKind::cuda:
-    case BackendKind::cuda_emulated:
       break;
   }
   return unavailable(spec, kNoCudaBackendYet);

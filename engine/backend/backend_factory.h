@@ -18,8 +18,9 @@ class ThreadPool;
 
 namespace tern::engine {
 
-// Until issue 15 adds it there is no CUDA backend, so a cuda or cuda-emulated spec is refused
-// even where CUDA devices are present. It is never served on the CPU instead.
+// The CUDA backend runs on the emulated device (cuda-emulated); on a GPU (cuda) it waits for the
+// CUDA runtime's DeviceRuntime, so a cuda spec is refused even where CUDA devices are present.
+// It is never served on the CPU instead.
 inline constexpr std::string_view kNoCudaBackendYet =
     "the CUDA backend is not built yet (issue 15)";
 
@@ -27,16 +28,17 @@ inline constexpr std::string_view kNoCudaBackendYet =
 // devices. For cuda, in this order: its CudaOptions out of range; no CUDA in this build; no
 // usable device (the runtime's own message); an ordinal in `devices` that the machine lacks;
 // kNoCudaBackendYet. cuda-emulated runs in every build on no GPU at all: its options out of
-// range (the emulated machine's included), an ordinal the emulated machine lacks, then
-// kNoCudaBackendYet. Cheap enough to ask before any weights are read.
+// range (the emulated machine's included), an ordinal the emulated machine lacks, or more than
+// one device (tensor parallelism is issue 16). Cheap enough to ask before any weights are read.
 Status check_backend_available(const BackendSpec& spec, const DeviceReport& devices);
 
 // The same on this machine; asks the CUDA runtime only for a cuda spec.
 Status check_backend_available(const BackendSpec& spec);
 
 // Builds the backend `spec` names over `weights`, or says why it cannot (the message starts
-// with "backend KIND: "). `weights` and `pool` (the CPU backend's compute threads) must outlive
-// the backend.
+// with "backend KIND: "; for cuda-emulated, a model that does not fit the emulated device's memory
+// names the sizes). `weights` and `pool` (the CPU backend's compute threads) must outlive the
+// backend.
 Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
                                                   const ModelWeights& weights,
                                                   kernels::ThreadPool& pool);

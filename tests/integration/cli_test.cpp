@@ -528,33 +528,61 @@ TEST(Cli, GenerateAndBenchTakeABackend) {
   }
 }
 
-constexpr std::string_view kEmulatedNotBuilt =
-    "backend cuda-emulated: the CUDA backend is not built yet (issue 15)";
+constexpr std::string_view kEmulatedTensorParallel =
+    "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices is not "
+    "built yet (issue 16): give one device";
 
-// cuda-emulated needs no GPU, so on every machine what stops it is the missing backend: the
-// server stops before it listens, exit 2, as for cuda; --check warns and passes.
-TEST_F(CliConfigFile, ServeRefusesACudaEmulatedBackendAtStartupAndCheckWarns) {
+// cuda-emulated needs no GPU, so on every machine it runs, on one device: several are tensor
+// parallelism (issue 16), which stops the server before it listens, exit 2, as cuda's reasons
+// do; --check warns and passes.
+TEST_F(CliConfigFile, ServeRefusesCudaEmulatedOnSeveralDevicesAtStartupAndCheckWarns) {
   const std::string path = write(
       "server:\n  host: 127.0.0.1\n  port: 0\nemulated_device:\n  count: 2\nmodels:\n  - name: "
       "emulated\n    path: /nonexistent/model.gguf\n    backend: cuda-emulated\n    devices: "
-      "[1]\n");
+      "[0, 1]\n");
   const CommandResult served = run(fmt::format("serve --config '{}'", path));
   EXPECT_EQ(served.exit_code, 2) << served.output;
-  EXPECT_NE(served.output.find(fmt::format(
-                "tern serve: model 'emulated' (/nonexistent/model.gguf): {}\n", kEmulatedNotBuilt)),
-            std::string::npos)
+  EXPECT_NE(
+      served.output.find(fmt::format("tern serve: model 'emulated' (/nonexistent/model.gguf): "
+                                     "{}\n",
+                                     kEmulatedTensorParallel)),
+      std::string::npos)
       << served.output;
   EXPECT_EQ(served.output.find("listening on"), std::string::npos) << served.output;
 
   const CommandResult checked = run(fmt::format("serve --config '{}' --check", path));
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
-  EXPECT_NE(checked.output.find(path + ":9: warning: models[0].backend is cuda-emulated, but the "
-                                       "CUDA backend is not built yet (issue 15)"),
+  EXPECT_NE(checked.output.find(path + ":10: warning: models[0].devices[1] is a second device, "
+                                       "but tensor parallelism over several devices is not built "
+                                       "yet (issue 16)"),
             std::string::npos)
       << checked.output;
+  EXPECT_EQ(checked.output.find("models[0].backend"), std::string::npos) << checked.output;
   EXPECT_NE(checked.output.find("backend: cuda-emulated"), std::string::npos) << checked.output;
   EXPECT_NE(checked.output.find("gpu_memory_utilization: 0.9"), std::string::npos)
       << checked.output;
+}
+
+// The CUDA backend on the emulated device gives the reference's greedy ids, as the CPU does
+// (Cli.GenerateGreedyIdsEqualTheReference): every kernel of a forward pass, prefill and decode.
+TEST(Cli, GenerateOnCudaEmulatedEqualsTheReference) {
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
+  simdjson::dom::parser parser;
+  std::ifstream file(reference);
+  std::string line;
+  ASSERT_TRUE(std::getline(file, line));
+  simdjson::dom::element record = parser.parse(line);
+  const std::string prompt = join_ids(record["prompt_ids"].get_array());
+  const std::string expected = join_ids(record["greedy_ids"].get_array());
+  const auto greedy_count = record["greedy_ids"].get_array().size();
+  const CommandResult result =
+      run(fmt::format("generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids --backend "
+                      "cuda-emulated",
+                      model.string(), prompt, greedy_count),
+          true);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, expected + "\n");
 }
 
 TEST_F(CliConfigFile, CudaConfigErrorsExitTwoNamingTheKey) {
@@ -609,10 +637,10 @@ TEST(Cli, ServeModelTakesTheCudaOptions) {
   const std::string serve =
       "serve --model /nonexistent/model.gguf --name emu --host 127.0.0.1 "
       "--port 0 --backend cuda-emulated";
-  const CommandResult refused = run(serve);
+  const CommandResult refused = run(serve + " --devices 0,1 --emulated-devices 2");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find(fmt::format("tern serve: model 'emu' (/nonexistent/model.gguf): {}",
-                                            kEmulatedNotBuilt)),
+                                            kEmulatedTensorParallel)),
             std::string::npos)
       << refused.output;
   EXPECT_EQ(refused.output.find("listening on"), std::string::npos) << refused.output;
@@ -692,14 +720,16 @@ TEST(Cli, GenerateAndBenchTakeTheCudaOptions) {
   for (const std::string command : {"generate --model /nonexistent/model.gguf --prompt-ids 1",
                                     "bench --model /nonexistent/model.gguf"}) {
     const std::string emulated = command + " --backend cuda-emulated";
+    // It runs here, so what fails is the missing model.
     const CommandResult refused = run(emulated);
     EXPECT_EQ(refused.exit_code, 2) << refused.output;
-    EXPECT_NE(refused.output.find(kEmulatedNotBuilt), std::string::npos) << refused.output;
+    EXPECT_NE(refused.output.find("/nonexistent/model.gguf: cannot open"), std::string::npos)
+        << refused.output;
     const CommandResult all = run(emulated +
                                   " --devices 2,0 --emulated-devices 3 --emulated-device-memory "
                                   "1GiB --gpu-memory-utilization 0.7 --no-cuda-graphs");
     EXPECT_EQ(all.exit_code, 2) << all.output;
-    EXPECT_NE(all.output.find(kEmulatedNotBuilt), std::string::npos) << all.output;
+    EXPECT_NE(all.output.find(kEmulatedTensorParallel), std::string::npos) << all.output;
     const CommandResult missing = run(emulated + " --devices 0,3 --emulated-devices 3");
     EXPECT_EQ(missing.exit_code, 2) << missing.output;
     EXPECT_NE(missing.output.find("--devices names emulated device 3, but --emulated-devices is 3"),

@@ -81,20 +81,25 @@ TEST(BackendFactory, CudaSaysWhyItCannotRun) {
             "backend cuda: " + std::string(kNoCudaBackendYet));
 }
 
-// The emulator is in every build and needs no GPU or driver, so cuda-emulated gets as far as
-// creating the backend anywhere; its devices are the emulated machine's, not this one's.
-TEST(BackendFactory, CudaEmulatedNeedsNoDeviceButTheBackend) {
+// The emulator is in every build and needs no GPU or driver, so cuda-emulated runs anywhere;
+// its devices are the emulated machine's, not this one's, and it takes one of them for now.
+TEST(BackendFactory, CudaEmulatedNeedsNoDevice) {
   const BackendSpec emulated{.kind = BackendKind::cuda_emulated};
-  const std::string not_built = "backend cuda-emulated: " + std::string(kNoCudaBackendYet);
-  EXPECT_EQ(refusal(emulated, machine(false, 0)), not_built);
-  EXPECT_EQ(refusal(emulated, machine(true, 0)), not_built);
-  EXPECT_EQ(check_backend_available(emulated).message(), not_built);
+  EXPECT_TRUE(check_backend_available(emulated, machine(false, 0)).ok());
+  EXPECT_TRUE(check_backend_available(emulated, machine(true, 0)).ok());
+  EXPECT_TRUE(check_backend_available(emulated).ok());
   BackendSpec two{.kind = BackendKind::cuda_emulated, .devices = {0, 1}};
   EXPECT_EQ(
       refusal(two, machine(true, 4)),
       "backend cuda-emulated: there is no emulated CUDA device 1; the emulated machine has 1");
   two.emulated.devices = 2;
-  EXPECT_EQ(refusal(two, machine(false, 0)), not_built);
+  EXPECT_EQ(refusal(two, machine(false, 0)),
+            "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices "
+            "is not built yet (issue 16): give one device");
+  EXPECT_TRUE(check_backend_available(
+                  {.kind = BackendKind::cuda_emulated, .devices = {1}, .emulated = {.devices = 2}},
+                  machine(false, 0))
+                  .ok());
 }
 
 // Values a spec built in code could carry that no config or flag accepts.
@@ -159,11 +164,15 @@ TEST_F(BackendFactoryModel, CudaIsAnErrorNamingTheReasonOnThisMachine) {
   EXPECT_EQ(backend.error().message.rfind("backend cuda: ", 0), 0u) << backend.error().message;
 }
 
-TEST_F(BackendFactoryModel, CudaEmulatedIsRefusedUntilTheBackendExists) {
-  const BackendSpec spec{.kind = BackendKind::cuda_emulated};
+TEST_F(BackendFactoryModel, BuildsTheCudaBackendOnTheEmulatedDevice) {
+  BackendSpec spec{.kind = BackendKind::cuda_emulated};
+  spec.options = {.max_sequences = 3, .max_batch_tokens = 40, .max_context = 128};
   auto backend = create_backend(spec, *weights_, pool_);
-  ASSERT_FALSE(backend.ok()) << "built a " << (*backend)->name() << " backend for cuda-emulated";
-  EXPECT_EQ(backend.error().message, "backend cuda-emulated: " + std::string(kNoCudaBackendYet));
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  EXPECT_EQ((*backend)->name(), "cuda-emulated");
+  EXPECT_EQ((*backend)->max_sequences(), 3);
+  EXPECT_EQ((*backend)->max_batch_tokens(), 40);
+  EXPECT_EQ((*backend)->vocab_size(), weights_->config().vocab_size);
 }
 
 // A served model names itself and the reason, and is refused before its weights are read
@@ -196,7 +205,8 @@ TEST(BackendFactory, ServedModelCarriesItsCudaSettingsIntoTheBackendSpec) {
   EXPECT_EQ(backend.emulated.memory_bytes, 1ull << 20);
 }
 
-TEST(BackendFactory, ServedModelWithCudaEmulatedIsRefusedBeforeItsWeightsAreRead) {
+// Past the backend check, a cuda-emulated model is loaded as any other: a missing file is named.
+TEST(BackendFactory, ServedModelWithCudaEmulatedReadsItsWeights) {
   ModelSpec spec;
   spec.name = "emulated";
   spec.path = "/nonexistent/model.gguf";
@@ -204,10 +214,9 @@ TEST(BackendFactory, ServedModelWithCudaEmulatedIsRefusedBeforeItsWeightsAreRead
   kernels::ThreadPool pool(1);
   auto served = load_served_model(spec, pool);
   ASSERT_FALSE(served.ok());
-  EXPECT_EQ(served.error().message,
-            "model 'emulated' (/nonexistent/model.gguf): backend "
-            "cuda-emulated: " +
-                std::string(kNoCudaBackendYet));
+  EXPECT_EQ(served.error().message.rfind("model 'emulated' (/nonexistent/model.gguf): ", 0), 0u)
+      << served.error().message;
+  EXPECT_EQ(served.error().message.find("backend"), std::string::npos) << served.error().message;
 }
 
 // The CUDA kernels take f16 and bf16 KV caches only; a spec built in code is refused too.

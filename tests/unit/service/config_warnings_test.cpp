@@ -75,19 +75,23 @@ TEST(ConfigWarnings, CudaBackendThatIsNotBuiltYet) {
   EXPECT_NE(short_one[0].find("devices[1]"), std::string::npos) << short_one[0];
 }
 
-// cuda-emulated needs no GPU, so only the missing backend is worth a warning.
-TEST(ConfigWarnings, CudaEmulatedNeedsOnlyTheBackend) {
-  const Config config = parse(
+// cuda-emulated needs no GPU and runs on any machine; only several devices (tensor parallelism,
+// issue 16) would stop it.
+TEST(ConfigWarnings, CudaEmulatedRunsAnywhereOnOneDevice) {
+  const Config one = parse(
       "emulated_device: {count: 2}\nmodels:\n  - name: a\n    path: /a\n    backend: "
-      "cuda-emulated\n    devices: [0, 1]\n");
-  EXPECT_TRUE(machine_warnings(config, machine({"/a"}, 0)).empty());
+      "cuda-emulated\n    devices: [1]\n");
   MachineFacts facts = machine({"/a"}, 0);
   facts.cuda_backend_missing = "the CUDA backend is not built yet (issue 15)";
-  const std::vector<std::string> warnings = machine_warnings(config, facts);
+  EXPECT_TRUE(machine_warnings(one, facts).empty());
+  const Config two = parse(
+      "emulated_device: {count: 2}\nmodels:\n  - name: a\n    path: /a\n    backend: "
+      "cuda-emulated\n    devices: [0, 1]\n");
+  const std::vector<std::string> warnings = machine_warnings(two, facts);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0],
-            "test.yaml:5: warning: models[0].backend is cuda-emulated, but the CUDA backend is "
-            "not built yet (issue 15)");
+            "test.yaml:6: warning: models[0].devices[1] is a second device, but tensor parallelism "
+            "over several devices is not built yet (issue 16)");
 }
 
 // The CPU reads none of the CUDA keys: they are valid, and --check says they do nothing.

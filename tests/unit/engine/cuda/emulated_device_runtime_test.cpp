@@ -25,6 +25,8 @@ EmulatedDeviceOptions machine(int devices, std::uint64_t memory_bytes) {
 
 TEST(EmulatedDeviceRuntime, EachDeviceHasItsMemoryAndAnAllocationOverItFailsWithTheSizes) {
   auto runtime = make_emulated_device_runtime(machine(2, 1 << 20));
+  // The current device is the thread's, as with cudaSetDevice: an earlier test may have moved it.
+  ASSERT_TRUE(runtime->set_device(0).ok());
   EXPECT_EQ(runtime->device_count(), 2);
   auto first = DeviceAllocation::create(*runtime, 700 << 10, "the weights");
   ASSERT_TRUE(first.ok()) << first.error().message;

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <memory>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/backend_spec.h"
+#include "engine/backend/cuda/device_runtime.h"
+#include "engine/model/model_weights.h"
+
+namespace tern::engine::cuda {
+
+// Runs Llama-family models (llama, qwen2, qwen3) on one CUDA device through a DeviceRuntime:
+// the CUDA runtime on a GPU, or the SIMT emulator (`cuda-emulated`). Weights are uploaded once
+// in their file's formats; activations, the plan's device copy and its pinned staging buffer
+// are sized once from the options, so forward() allocates nothing. A forward pass is one stream
+// of launches (eager, no CUDA graphs yet), one copy of the logits back and one synchronisation.
+class CudaBackend final : public Backend {
+ public:
+  // Takes the runtime; uploads `weights`, which must outlive the backend (the tables are read
+  // from them once). Errors name the model file, the tensor or the sizes that do not fit.
+  static Expected<std::unique_ptr<CudaBackend>> create(std::unique_ptr<DeviceRuntime> runtime,
+                                                       int device, const ModelWeights& weights,
+                                                       const BackendOptions& options);
+  ~CudaBackend() override;
+
+  std::string_view name() const override;
+  std::int32_t vocab_size() const override;
+  std::int32_t max_batch_tokens() const override;
+  std::int32_t max_sequences() const override;
+  std::uint64_t kv_block_bytes(KvCacheType type, std::int32_t block_size) const override;
+  // f16 or bf16; the CUDA kernels take no f32 cache.
+  Status allocate_kv_cache(const KvCacheSpec& spec) override;
+  Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
+  Status forward(const BatchPlan& plan, std::span<float> logits) override;
+
+ private:
+  struct State;
+  explicit CudaBackend(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tern::engine::cuda

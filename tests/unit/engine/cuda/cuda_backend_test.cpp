@@ -1,0 +1,291 @@
+// The CUDA backend on the emulated device against the CPU backend: the same plans (prefill
+// chunks, decode steps and a copy-on-write fork, mixed in one batch) give the same logits within
+// a stated tolerance, for every weight path the tiny models of ../shared exercise.
+
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend_factory.h"
+#include "engine/backend/cuda/emulated_device_runtime.h"
+#include "engine/model/model_weights.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tests/support/shared_data.h"
+
+namespace tern::engine {
+namespace {
+
+constexpr std::int32_t kBlockSize = 16;
+constexpr std::int32_t kMaxContext = 64;
+constexpr std::int32_t kBlocksPerSequence = kMaxContext / kBlockSize;
+constexpr std::int32_t kBlocks = 4 * kBlocksPerSequence;
+
+BackendSpec spec_of(BackendKind kind) {
+  BackendSpec spec;
+  spec.kind = kind;
+  spec.options = {.max_sequences = 4, .max_batch_tokens = 32, .max_context = kMaxContext};
+  return spec;
+}
+
+// One sequence's part of a step: `count` tokens from `first`, logits wanted or not.
+struct Part {
+  int sequence;
+  std::int32_t first;
+  std::int32_t count;
+  bool wants_logits;
+};
+
+// Token ids that depend only on (sequence, position), so both backends see the same tokens.
+std::int32_t token_at(int sequence, std::int32_t position, std::int32_t vocab) {
+  return (sequence * 389 + position * 97 + 11) % vocab;
+}
+
+BatchPlan make_plan(std::span<const Part> parts, std::int32_t vocab) {
+  BatchPlan plan;
+  for (const Part& part : parts) {
+    SequenceChunk chunk;
+    chunk.token_begin = plan.num_tokens();
+    chunk.token_count = part.count;
+    chunk.first_position = part.first;
+    // Sequence 2 is a fork of sequence 0 (its blocks copied from 0's); sequences have their own
+    // rows of blocks, the second block of each row listed first to exercise the block table.
+    chunk.block_table_begin = static_cast<std::int32_t>(plan.block_tables.size());
+    chunk.block_count = kBlocksPerSequence;
+    for (std::int32_t b = 0; b < kBlocksPerSequence; ++b) {
+      plan.block_tables.push_back(part.sequence * kBlocksPerSequence + (b ^ 1));
+    }
+    chunk.wants_logits = part.wants_logits;
+    const int token_sequence = part.sequence == 2 ? 0 : part.sequence;
+    for (std::int32_t i = 0; i < part.count; ++i) {
+      plan.token_ids.push_back(token_at(token_sequence, part.first + i, vocab));
+      plan.positions.push_back(part.first + i);
+    }
+    plan.sequences.push_back(chunk);
+  }
+  return plan;
+}
+
+struct Step {
+  std::vector<Part> parts;
+  std::vector<BlockCopy> copies_before;
+};
+
+// Prefill of 5 then 4 tokens for sequence 0 (the first chunk wants no logits), a 12-token
+// prefill (GEMM) for sequence 1 next to it, then decode steps (GEMV, decode attention), a fork of
+// sequence 0 into sequence 2 by block copies, and a step mixing a prefill chunk with decodes.
+std::vector<Step> steps() {
+  std::vector<Step> all;
+  all.push_back({{{0, 0, 5, false}, {1, 0, 12, true}}, {}});
+  all.push_back({{{0, 5, 4, true}, {1, 12, 1, true}}, {}});
+  all.push_back({{{0, 9, 1, true}, {1, 13, 1, true}}, {}});
+  std::vector<BlockCopy> fork;
+  for (std::int32_t b = 0; b < kBlocksPerSequence; ++b) {
+    fork.push_back({b, 2 * kBlocksPerSequence + b});
+  }
+  all.push_back({{{2, 10, 1, true}, {0, 10, 1, true}, {1, 14, 1, true}}, fork});
+  all.push_back({{{1, 15, 7, true}, {2, 11, 1, true}, {0, 11, 1, true}}, {}});
+  return all;
+}
+
+struct Trace {
+  std::vector<std::vector<float>> logits;  // per step, rows back to back
+  double seconds = 0;
+};
+
+Trace run(Backend& backend) {
+  Trace trace;
+  const auto start = std::chrono::steady_clock::now();
+  const std::int32_t vocab = backend.vocab_size();
+  EXPECT_TRUE(backend.allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  for (const Step& step : steps()) {
+    if (!step.copies_before.empty()) {
+      const Status copied = backend.copy_kv_blocks(step.copies_before);
+      EXPECT_TRUE(copied.ok()) << copied.message();
+    }
+    const BatchPlan plan = make_plan(step.parts, vocab);
+    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
+                              static_cast<std::size_t>(vocab));
+    const Status ran = backend.forward(plan, logits);
+    EXPECT_TRUE(ran.ok()) << backend.name() << ": " << ran.message();
+    trace.logits.push_back(std::move(logits));
+  }
+  trace.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return trace;
+}
+
+class CudaBackendLogits : public ::testing::TestWithParam<const char*> {};
+
+// Tolerance: the CUDA kernels sum in other orders than the CPU's (tree sums in the norms, 32
+// interleaved fmaf slots in the matmuls, another grouping of the softmax), each within a few
+// float ulps of the CPU per op (docs/gpu.md); through two layers into logits of magnitude ~10
+// that stays far below 1e-3. Integer formats quantize the activations to the same Q8 values on
+// both, except Q4_K/Q6_K (not in these files). The measured maximum is printed.
+constexpr float kTolerance = 1e-3f;
+
+TEST_P(CudaBackendLogits, EqualTheCpuBackendOnTheSamePlans) {
+  TERN_REQUIRE_SHARED(model_path, GetParam());
+  auto weights = load_model(model_path.string());
+  ASSERT_TRUE(weights.ok()) << weights.error().message;
+  kernels::ThreadPool pool(1);
+  auto cpu = create_backend(spec_of(BackendKind::cpu), *weights, pool);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  auto cuda = create_backend(spec_of(BackendKind::cuda_emulated), *weights, pool);
+  ASSERT_TRUE(cuda.ok()) << cuda.error().message;
+  EXPECT_EQ((*cuda)->name(), "cuda-emulated");
+  EXPECT_EQ((*cuda)->vocab_size(), (*cpu)->vocab_size());
+  EXPECT_EQ((*cuda)->kv_block_bytes(KvCacheType::f16, kBlockSize),
+            (*cpu)->kv_block_bytes(KvCacheType::f16, kBlockSize));
+
+  const Trace expected = run(**cpu);
+  const Trace actual = run(**cuda);
+  ASSERT_EQ(actual.logits.size(), expected.logits.size());
+  float max_difference = 0;
+  float max_magnitude = 0;
+  for (std::size_t step = 0; step < expected.logits.size(); ++step) {
+    const std::vector<float>& want = expected.logits[step];
+    const std::vector<float>& got = actual.logits[step];
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(got[i])) << "step " << step << " logit " << i;
+      const float difference = std::abs(got[i] - want[i]);
+      max_difference = std::max(max_difference, difference);
+      max_magnitude = std::max(max_magnitude, std::abs(want[i]));
+      ASSERT_LE(difference, kTolerance) << "step " << step << " logit " << i;
+    }
+  }
+  std::printf(
+      "%s: max |cuda-emulated - cpu| = %.3g over logits up to %.3g; cpu %.3f s, "
+      "cuda-emulated %.3f s\n",
+      GetParam(), static_cast<double>(max_difference), static_cast<double>(max_magnitude),
+      expected.seconds, actual.seconds);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, CudaBackendLogits,
+                         ::testing::Values("models/tinystories-656k-f32.gguf",
+                                           "models/tinystories-656k-q8_0.gguf",
+                                           "models/tinystories-656k-q4_0.gguf",
+                                           "models/random-qwen2-tiny", "models/random-qwen3-tiny"));
+
+class CudaBackendLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TERN_REQUIRE_SHARED(model_path, "models/tinystories-656k-f32.gguf");
+    auto weights = load_model(model_path.string());
+    ASSERT_TRUE(weights.ok()) << weights.error().message;
+    weights_.emplace(std::move(*weights));
+  }
+
+  std::optional<ModelWeights> weights_;
+  kernels::ThreadPool pool_{1};
+};
+
+// A model larger than the device fails at creation, naming what did not fit and the sizes.
+TEST_F(CudaBackendLimits, AModelThatDoesNotFitFailsWithItsSizes) {
+  BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  spec.emulated.memory_bytes = 256 << 10;
+  auto backend = create_backend(spec, *weights_, pool_);
+  ASSERT_FALSE(backend.ok());
+  const std::string& message = backend.error().message;
+  EXPECT_EQ(message.rfind("backend cuda-emulated: cuda-emulated: out of memory on device 0: the "
+                          "weights of ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("bytes, 262144 of 262144 are free"), std::string::npos) << message;
+}
+
+TEST_F(CudaBackendLimits, AnF32KvCacheIsRefusedNamingTheSetting) {
+  auto backend = create_backend(spec_of(BackendKind::cuda_emulated), *weights_, pool_);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  const Status f32 = (*backend)->allocate_kv_cache({KvCacheType::f32, kBlockSize, 4});
+  ASSERT_FALSE(f32.ok());
+  EXPECT_NE(f32.message().find("kv_cache_dtype f32 is not supported"), std::string::npos)
+      << f32.message();
+  EXPECT_TRUE((*backend)->allocate_kv_cache({KvCacheType::bf16, kBlockSize, 4}).ok());
+}
+
+// A KV cache larger than what the weights and activations leave fails with the sizes, and the
+// backend then refuses to run rather than reading a cache it does not have.
+TEST_F(CudaBackendLimits, AKvCacheThatDoesNotFitFailsWithItsSizes) {
+  BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  spec.emulated.memory_bytes = 16 << 20;
+  auto backend = create_backend(spec, *weights_, pool_);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  const Status too_large = (*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, 4096});
+  ASSERT_FALSE(too_large.ok());
+  EXPECT_EQ(
+      too_large.message().rfind("cuda-emulated: out of memory on device 0: the KV cache (4096 "
+                                "blocks of 2048 bytes, K and V, in 2 layers) needs ",
+                                0),
+      0u)
+      << too_large.message();
+  const BatchPlan plan = make_plan(std::vector<Part>{{0, 0, 1, true}}, (*backend)->vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>((*backend)->vocab_size()));
+  EXPECT_EQ((*backend)->forward(plan, logits).message(),
+            "batch plan: forward() before allocate_kv_cache()");
+  EXPECT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  EXPECT_TRUE((*backend)->forward(plan, logits).ok());
+}
+
+TEST_F(CudaBackendLimits, MoreThanOneDeviceIsRefusedUntilTensorParallelism) {
+  BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  spec.emulated.devices = 2;
+  spec.devices = {0, 1};
+  auto backend = create_backend(spec, *weights_, pool_);
+  ASSERT_FALSE(backend.ok());
+  EXPECT_EQ(backend.error().message,
+            "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices "
+            "is not built yet (issue 16): give one device");
+  spec.devices = {1};
+  EXPECT_TRUE(create_backend(spec, *weights_, pool_).ok());
+}
+
+// Everything a forward pass needs is allocated with the backend and its KV cache: the device's
+// free memory is the same after prefill and decode steps as before them.
+TEST_F(CudaBackendLimits, AForwardPassAllocatesNoDeviceMemory) {
+  auto owned = cuda::make_emulated_device_runtime(EmulatedDeviceOptions{});
+  cuda::DeviceRuntime* runtime = owned.get();  // owned by the backend from here on
+  const BackendSpec spec = spec_of(BackendKind::cuda_emulated);
+  auto backend = cuda::CudaBackend::create(std::move(owned), 0, *weights_, spec.options);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  ASSERT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  const std::uint64_t free_before = runtime->memory_info()->free_bytes;
+  const std::int32_t vocab = (*backend)->vocab_size();
+  for (const Step& step : steps()) {
+    if (!step.copies_before.empty()) {
+      ASSERT_TRUE((*backend)->copy_kv_blocks(step.copies_before).ok());
+    }
+    const BatchPlan plan = make_plan(step.parts, vocab);
+    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
+                              static_cast<std::size_t>(vocab));
+    ASSERT_TRUE((*backend)->forward(plan, logits).ok());
+    EXPECT_EQ(runtime->memory_info()->free_bytes, free_before);
+  }
+}
+
+// The plan's device buffers hold max_sequences chunks; a plan with more (possible when some
+// want no logits) is refused rather than written past them.
+TEST_F(CudaBackendLimits, APlanWithMoreSequencesThanTheBackendTakesIsRefused) {
+  auto backend = create_backend(spec_of(BackendKind::cuda_emulated), *weights_, pool_);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  ASSERT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  std::vector<Part> parts;
+  for (int s = 0; s < 4; ++s) parts.push_back({s, 0, 1, false});
+  parts.push_back({0, 1, 1, true});
+  const BatchPlan plan = make_plan(parts, (*backend)->vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>((*backend)->vocab_size()));
+  const Status refused = (*backend)->forward(plan, logits);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.message(), "batch plan: 5 tokens of 5 sequences, the backend takes 32 of 4");
+}
+
+}  // namespace
+}  // namespace tern::engine
