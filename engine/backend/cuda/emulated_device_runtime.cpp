@@ -55,6 +55,7 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
       : options_(options), used_(static_cast<std::size_t>(options.devices), 0) {}
 
   ~EmulatedDeviceRuntime() override {
+    thread_devices().erase(this);
     if (capture_) simt::launch_recorder() = nullptr;
     for (const auto& [memory, allocation] : allocations_) simt::device_free(memory);
     for (void* memory : pinned_) std::free(memory);
@@ -225,10 +226,13 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
     std::uint64_t bytes;
   };
 
-  static int& current_device() {
-    thread_local int device = 0;
-    return device;
+  // The device each OS thread works on, as cudaSetDevice's, but per runtime: each emulated
+  // runtime is a machine of its own, and a new one starts on device 0.
+  static std::map<const EmulatedDeviceRuntime*, int>& thread_devices() {
+    thread_local std::map<const EmulatedDeviceRuntime*, int> devices;
+    return devices;
   }
+  int& current_device() const { return thread_devices()[this]; }
   static std::size_t index(int device) { return static_cast<std::size_t>(device); }
 
   // What CUDA refuses while a stream captures.

@@ -25,8 +25,6 @@ EmulatedDeviceOptions machine(int devices, std::uint64_t memory_bytes) {
 
 TEST(EmulatedDeviceRuntime, EachDeviceHasItsMemoryAndAnAllocationOverItFailsWithTheSizes) {
   auto runtime = make_emulated_device_runtime(machine(2, 1 << 20));
-  // The current device is the thread's, as with cudaSetDevice: an earlier test may have moved it.
-  ASSERT_TRUE(runtime->set_device(0).ok());
   EXPECT_EQ(runtime->device_count(), 2);
   auto first = DeviceAllocation::create(*runtime, 700 << 10, "the weights");
   ASSERT_TRUE(first.ok()) << first.error().message;
@@ -45,6 +43,26 @@ TEST(EmulatedDeviceRuntime, EachDeviceHasItsMemoryAndAnAllocationOverItFailsWith
   *first = DeviceAllocation();
   EXPECT_EQ(runtime->memory_info()->free_bytes, 1u << 20);
   EXPECT_FALSE(runtime->set_device(2).ok());
+}
+
+// Each runtime is a machine of its own: another one moving to its device 1 on this thread, even
+// one that is gone, leaves a new runtime on its device 0.
+TEST(EmulatedDeviceRuntime, ANewRuntimeStartsOnDeviceZero) {
+  for (int round = 0; round < 3; ++round) {
+    auto moved = make_emulated_device_runtime(machine(2, 1 << 20));
+    ASSERT_TRUE(moved->set_device(1).ok());
+  }
+  auto other = make_emulated_device_runtime(machine(2, 1 << 20));
+  ASSERT_TRUE(other->set_device(1).ok());
+  const auto other_device_1 = DeviceAllocation::create(*other, 1 << 20, "all of device 1");
+  ASSERT_TRUE(other_device_1.ok());
+  auto fresh = make_emulated_device_runtime(machine(2, 1 << 20));
+  EXPECT_EQ(fresh->memory_info()->free_bytes, 1u << 20);
+  const auto fresh_device_0 = DeviceAllocation::create(*fresh, 1 << 20, "all of device 0");
+  ASSERT_TRUE(fresh_device_0.ok());
+  EXPECT_EQ(fresh->memory_info()->free_bytes, 0u);
+  ASSERT_TRUE(fresh->set_device(1).ok());
+  EXPECT_EQ(fresh->memory_info()->free_bytes, 1u << 20);
 }
 
 TEST(EmulatedDeviceRuntime, KernelsRunThroughTheTableOnDeviceMemoryOnly) {
