@@ -34,7 +34,6 @@ MachineFacts this_machine() {
     if (device.kind == engine::DeviceKind::cuda) ++facts.cuda_devices;
   }
   facts.cuda_status = report.cuda_status;
-  facts.cuda_backend_missing = std::string(engine::kNoCudaBackendYet);
   return facts;
 }
 
@@ -74,14 +73,13 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
       }
       continue;
     }
-    if (model.backend == "cuda-emulated") {  // needs no GPU: its devices are the config's
-      if (model.devices.size() > 1) {        // as engine::check_backend_available refuses them
-        warnings.push_back(warning(origin, base + ".devices[1]",
-                                   "is a second device, but tensor parallelism over several "
-                                   "devices is not built yet (issue 16)"));
-      }
-      continue;
+    // As engine::check_backend_available refuses them: one device until tensor parallelism.
+    if (model.devices.size() > 1) {
+      warnings.push_back(warning(origin, base + ".devices[1]",
+                                 "is a second device, but tensor parallelism over several "
+                                 "devices is not built yet (issue 16)"));
     }
+    if (model.backend == "cuda-emulated") continue;  // needs no GPU: its devices are the config's
     if (machine.cuda_devices == 0) {
       const std::string why =
           machine.cuda_status.empty() ? "" : " (cuda: " + machine.cuda_status + ")";
@@ -89,18 +87,12 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                                  "is cuda, but this machine has no usable CUDA device" + why));
       continue;
     }
-    bool devices_present = true;
     for (std::size_t d = 0; d < model.devices.size(); ++d) {
       if (model.devices[d] < machine.cuda_devices) continue;
-      devices_present = false;
       warnings.push_back(warning(
           origin, fmt::format("{}.devices[{}]", base, d),
           fmt::format("is CUDA device {}, but this machine has {} CUDA device{}", model.devices[d],
                       machine.cuda_devices, machine.cuda_devices == 1 ? "" : "s")));
-    }
-    if (devices_present && !machine.cuda_backend_missing.empty()) {
-      warnings.push_back(
-          warning(origin, base + ".backend", "is cuda, but " + machine.cuda_backend_missing));
     }
   }
   return warnings;

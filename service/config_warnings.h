@@ -14,9 +14,6 @@ struct MachineFacts {
   std::function<bool(const std::string& path)> path_exists;
   int cuda_devices = 0;
   std::string cuda_status;  // why there is no CUDA device, when there is none
-  // Why a cuda model cannot run even where its devices are (no CUDA runtime backend yet); empty
-  // when it can. cuda-emulated runs on any machine.
-  std::string cuda_backend_missing;
 };
 
 MachineFacts this_machine();

@@ -6,6 +6,7 @@
 
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cudart_device_runtime.h"
 #include "engine/backend/cuda/emulated_device_runtime.h"
 
 namespace tern::engine {
@@ -80,7 +81,7 @@ Status check_backend_available(const BackendSpec& spec, const DeviceReport& devi
                                            device, cuda_devices, devices.cuda_status));
     }
   }
-  return unavailable(spec, kNoCudaBackendYet);
+  return check_single_device(spec);
 }
 
 Status check_backend_available(const BackendSpec& spec) {
@@ -111,10 +112,16 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
       if (!backend) return unavailable(spec, backend.error().message);
       return std::unique_ptr<Backend>(std::move(*backend));
     }
-    case BackendKind::cuda:
-      break;
+    case BackendKind::cuda: {
+      const int device = spec.devices.empty() ? 0 : spec.devices.front();
+      auto runtime = cuda::make_cuda_device_runtime(device);
+      if (!runtime) return unavailable(spec, runtime.error().message);
+      auto backend = cuda::CudaBackend::create(std::move(*runtime), device, weights, spec.options);
+      if (!backend) return unavailable(spec, backend.error().message);
+      return std::unique_ptr<Backend>(std::move(*backend));
+    }
   }
-  return unavailable(spec, kNoCudaBackendYet);
+  return unavailable(spec, "unknown backend kind");
 }
 
 }  // namespace tern::engine

@@ -18,16 +18,11 @@ class ThreadPool;
 
 namespace tern::engine {
 
-// The CUDA backend runs on the emulated device (cuda-emulated); on a GPU (cuda) it waits for the
-// CUDA runtime's DeviceRuntime, so a cuda spec is refused even where CUDA devices are present.
-// It is never served on the CPU instead.
-inline constexpr std::string_view kNoCudaBackendYet =
-    "the CUDA backend is not built yet (issue 15)";
-
 // Why `spec` cannot run where `devices` were found, or success. cpu runs anywhere but takes no
 // devices. For cuda, in this order: its CudaOptions out of range; no CUDA in this build; no
-// usable device (the runtime's own message); an ordinal in `devices` that the machine lacks;
-// kNoCudaBackendYet. cuda-emulated runs in every build on no GPU at all: its options out of
+// usable device (the runtime's own message); an ordinal in `devices` that the machine lacks; more
+// than one device (tensor parallelism is issue 16). A cuda spec is never served on the CPU
+// instead. cuda-emulated runs in every build on no GPU at all: its options out of
 // range (the emulated machine's included), an ordinal the emulated machine lacks, or more than
 // one device (tensor parallelism is issue 16). Cheap enough to ask before any weights are read.
 Status check_backend_available(const BackendSpec& spec, const DeviceReport& devices);

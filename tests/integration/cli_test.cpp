@@ -426,13 +426,11 @@ TEST_F(CliConfigFile, ServeExitsTwoWhenARequiredModelFails) {
       << result.output;
 }
 
-// What `backend: cuda` is refused for on this machine: no CUDA in the build, no device (the
-// runtime's message), or, until issue 15, no CUDA backend at all.
+// What `backend: cuda` is refused for on a machine without a GPU: no CUDA in the build, or no
+// device (the runtime's message).
 bool names_why_cuda_cannot_run(const std::string& output) {
   return output.find("backend cuda: no CUDA in this build") != std::string::npos ||
-         output.find("backend cuda: no CUDA device found") != std::string::npos ||
-         output.find("backend cuda: the CUDA backend is not built yet (issue 15)") !=
-             std::string::npos;
+         output.find("backend cuda: no CUDA device found") != std::string::npos;
 }
 
 // Never served on the CPU instead: the server stops before it listens, naming the model and the
