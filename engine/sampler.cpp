@@ -4,14 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/sampler_order.h"
+
 namespace tern::engine {
-namespace {
-
-bool better(const std::pair<float, std::int32_t>& a, const std::pair<float, std::int32_t>& b) {
-  return a.first > b.first || (a.first == b.first && a.second < b.second);
-}
-
-}  // namespace
 
 std::int32_t argmax(std::span<const float> logits) {
   std::int32_t best = 0;
@@ -70,14 +65,22 @@ std::int32_t Sampler::sample(std::span<const float> logits, SamplerScratch& cand
     candidates.emplace_back(logits[i] * inverse_temperature, static_cast<std::int32_t>(i));
   }
   if (candidates.empty()) return argmax(logits);
+  return sample_scaled(candidates);
+}
+
+std::int32_t Sampler::sample_scaled(SamplerScratch& candidates) {
   bool sorted = false;
   if (params_.top_k > 0 && static_cast<std::size_t>(params_.top_k) < candidates.size()) {
     const auto keep = static_cast<std::ptrdiff_t>(params_.top_k);
-    std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(), better);
+    std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
+                      ranks_before);
     candidates.resize(static_cast<std::size_t>(keep));
     sorted = true;
   }
+  return cut_and_draw(candidates, sorted);
+}
 
+std::int32_t Sampler::cut_and_draw(SamplerScratch& candidates, bool sorted) {
   // Softmax over what is left (unnormalised until the cuts are made).
   float max_logit = -std::numeric_limits<float>::infinity();
   for (const auto& candidate : candidates) max_logit = std::max(max_logit, candidate.first);
@@ -101,7 +104,7 @@ std::int32_t Sampler::sample(std::span<const float> logits, SamplerScratch& cand
       if (!sorted) {
         std::partial_sort(candidates.begin(),
                           candidates.begin() + static_cast<std::ptrdiff_t>(head), candidates.end(),
-                          better);
+                          ranks_before);
       }
       double cumulative = 0;
       std::size_t cut = 0;
