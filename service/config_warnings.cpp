@@ -73,26 +73,33 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
       }
       continue;
     }
-    // As engine::check_backend_available refuses them: one device until tensor parallelism.
+    // What engine::check_backend_available refuses, in its order: no usable device, a device
+    // the machine lacks (a real GPU only: cuda-emulated's devices are the config's), then more
+    // than one device until tensor parallelism.
+    if (model.backend == "cuda") {
+      if (machine.cuda_devices == 0) {
+        const std::string why =
+            machine.cuda_status.empty() ? "" : " (cuda: " + machine.cuda_status + ")";
+        warnings.push_back(warning(origin, base + ".backend",
+                                   "is cuda, but this machine has no usable CUDA device" + why));
+        continue;
+      }
+      bool devices_present = true;
+      for (std::size_t d = 0; d < model.devices.size(); ++d) {
+        if (model.devices[d] < machine.cuda_devices) continue;
+        devices_present = false;
+        warnings.push_back(
+            warning(origin, fmt::format("{}.devices[{}]", base, d),
+                    fmt::format("is CUDA device {}, but this machine has {} CUDA device{}",
+                                model.devices[d], machine.cuda_devices,
+                                machine.cuda_devices == 1 ? "" : "s")));
+      }
+      if (!devices_present) continue;
+    }
     if (model.devices.size() > 1) {
       warnings.push_back(warning(origin, base + ".devices[1]",
                                  "is a second device, but tensor parallelism over several "
                                  "devices is not built yet (issue 16)"));
-    }
-    if (model.backend == "cuda-emulated") continue;  // needs no GPU: its devices are the config's
-    if (machine.cuda_devices == 0) {
-      const std::string why =
-          machine.cuda_status.empty() ? "" : " (cuda: " + machine.cuda_status + ")";
-      warnings.push_back(warning(origin, base + ".backend",
-                                 "is cuda, but this machine has no usable CUDA device" + why));
-      continue;
-    }
-    for (std::size_t d = 0; d < model.devices.size(); ++d) {
-      if (model.devices[d] < machine.cuda_devices) continue;
-      warnings.push_back(warning(
-          origin, fmt::format("{}.devices[{}]", base, d),
-          fmt::format("is CUDA device {}, but this machine has {} CUDA device{}", model.devices[d],
-                      machine.cuda_devices, machine.cuda_devices == 1 ? "" : "s")));
     }
   }
   return warnings;
