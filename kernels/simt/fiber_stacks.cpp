@@ -3,6 +3,17 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TERN_SIMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TERN_SIMT_ASAN 1
+#endif
+#endif
+#if defined(TERN_SIMT_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tern::simt {
 
 FiberStacks::FiberStacks(std::size_t count, std::size_t bytes) {
@@ -17,7 +28,13 @@ FiberStacks::FiberStacks(std::size_t count, std::size_t bytes) {
 }
 
 FiberStacks::~FiberStacks() {
-  if (base_ != nullptr) munmap(base_, total_);
+  if (base_ == nullptr) return;
+#if defined(TERN_SIMT_ASAN)
+  // A finished fiber never returns from its outermost frames, so their redzones stay poisoned in
+  // ASan's shadow; memory mapped later at these addresses (a model file, say) would read as them.
+  __asan_unpoison_memory_region(base_, total_);
+#endif
+  munmap(base_, total_);
 }
 
 boost::context::stack_context FiberStacks::stack(std::size_t index) const {
