@@ -122,8 +122,7 @@ std::int32_t CpuBackend::max_sequences() const {
 
 std::uint64_t CpuBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
   const RankShape& shape = state_->spec.shape;
-  const kernels::KvCacheLayout layout{type, block_size, shape.n_kv_heads,
-                                      shape.head_dim};
+  const kernels::KvCacheLayout layout{type, block_size, shape.n_kv_heads, shape.head_dim};
   return 2ull * kernels::kv_block_bytes(layout) * static_cast<std::uint64_t>(state_->spec.n_layers);
 }
 
@@ -133,8 +132,7 @@ Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   }
   const RankShape& shape = state_->spec.shape;
   return state_->ops.allocate_kv_cache(
-      kernels::KvCacheLayout{spec.type, spec.block_size, shape.n_kv_heads,
-                             shape.head_dim},
+      kernels::KvCacheLayout{spec.type, spec.block_size, shape.n_kv_heads, shape.head_dim},
       spec.num_blocks);
 }
 

@@ -134,25 +134,7 @@ float* CpuBatchOps::data(Activation activation) {
 }
 
 std::int64_t CpuBatchOps::width(Activation activation) const {
-  switch (activation) {
-    case Activation::q:
-    case Activation::attention:
-      return shape_.q_width();
-    case Activation::k:
-    case Activation::v:
-      return shape_.kv_width();
-    case Activation::gate:
-    case Activation::up:
-      return shape_.ffn;
-    case Activation::logits:
-      return shape_.vocab;
-    case Activation::x:
-    case Activation::normed:
-    case Activation::projected:
-    case Activation::logit_rows:
-      break;
-  }
-  return shape_.hidden;
+  return activation_width(shape_, activation);
 }
 
 std::int64_t CpuBatchOps::rows(Activation activation) const {
@@ -186,25 +168,7 @@ const std::vector<float>& CpuBatchOps::vector(VectorRef ref) const {
 
 const kernels::WeightMatrix& CpuBatchOps::matrix(std::int32_t layer, Matrix name) const {
   if (name == Matrix::output) return output_;
-  const LayerMatrices& matrices = layers_[static_cast<std::size_t>(layer)];
-  switch (name) {
-    case Matrix::wq:
-      return matrices.wq;
-    case Matrix::wk:
-      return matrices.wk;
-    case Matrix::wv:
-      return matrices.wv;
-    case Matrix::wo:
-      return matrices.wo;
-    case Matrix::w_gate:
-      return matrices.w_gate;
-    case Matrix::w_up:
-      return matrices.w_up;
-    case Matrix::w_down:
-    case Matrix::output:
-      break;
-  }
-  return matrices.w_down;
+  return layers_[static_cast<std::size_t>(layer)][name];
 }
 
 void CpuBatchOps::embed(Activation out) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/batch_ops.h"
+#include "engine/backend/layer_matrices.h"
 #include "engine/batch_plan.h"
 #include "engine/model/model_tables.h"
 #include "engine/model/model_weights.h"
@@ -33,9 +34,7 @@ struct CpuBuffers {
 // (or from their repacked tiles), norms and RoPE tables from the model's ModelTables.
 class CpuBatchOps final : public BatchOps {
  public:
-  struct LayerMatrices {
-    kernels::WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
-  };
+  using LayerMatrices = engine::LayerMatrices<kernels::WeightMatrix>;
 
   // `weights`, `tables` and `pool` must outlive the ops.
   CpuBatchOps(const ModelWeights& weights, const ModelTables& tables, const RankShape& shape,

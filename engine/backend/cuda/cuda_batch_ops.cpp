@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/layer_matrices.h"
+
 namespace tern::engine::cuda {
 namespace {
 
@@ -86,25 +88,7 @@ float* CudaBatchOps::buffer(Activation activation) const {
 }
 
 std::int64_t CudaBatchOps::width(Activation activation) const {
-  switch (activation) {
-    case Activation::q:
-    case Activation::attention:
-      return shape_.q_width();
-    case Activation::k:
-    case Activation::v:
-      return shape_.kv_width();
-    case Activation::gate:
-    case Activation::up:
-      return shape_.ffn;
-    case Activation::logits:
-      return shape_.vocab;
-    case Activation::x:
-    case Activation::normed:
-    case Activation::projected:
-    case Activation::logit_rows:
-      break;
-  }
-  return shape_.hidden;
+  return activation_width(shape_, activation);
 }
 
 std::int64_t CudaBatchOps::rows(Activation activation) const {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "kernels/cuda/weight_formats.h"
 #include "kernels/tensor_type.h"
 
 namespace tern::engine::cuda {
@@ -68,7 +69,7 @@ Status check_matrix(const ModelWeights& weights, const WeightTensor& tensor, std
                     std::int64_t layer) {
   const std::string where = layer < 0 ? fmt::format("{}: {}", weights.path(), name)
                                       : fmt::format("{}: layer {} {}", weights.path(), layer, name);
-  if (!device_reads_weight_type(tensor.type)) {
+  if (kernels::cuda::weight_block_elements(tensor.type) == 0) {  // no kernel reads it
     return Error{
         fmt::format("{} has type {}, which the CUDA kernels do not read (they take F32, "
                     "F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K)",
@@ -90,21 +91,6 @@ Status check_matrix(const ModelWeights& weights, const WeightTensor& tensor, std
 }
 
 }  // namespace
-
-bool device_reads_weight_type(TensorType type) {
-  switch (type) {
-    case TensorType::f32:
-    case TensorType::f16:
-    case TensorType::bf16:
-    case TensorType::q8_0:
-    case TensorType::q4_0:
-    case TensorType::q4_k:
-    case TensorType::q6_k:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool reads_q8_1_activations(TensorType type) {
   return type != TensorType::f32 && type != TensorType::f16 && type != TensorType::bf16;
@@ -199,25 +185,7 @@ Expected<DeviceModelWeights> DeviceModelWeights::upload(DeviceRuntime& runtime, 
 const kernels::cuda::DeviceWeights& DeviceModelWeights::matrix(std::int32_t layer,
                                                                Matrix name) const {
   if (name == Matrix::output) return output_;
-  const LayerMatrices& matrices = matrices_[static_cast<std::size_t>(layer)];
-  switch (name) {
-    case Matrix::wq:
-      return matrices.wq;
-    case Matrix::wk:
-      return matrices.wk;
-    case Matrix::wv:
-      return matrices.wv;
-    case Matrix::wo:
-      return matrices.wo;
-    case Matrix::w_gate:
-      return matrices.w_gate;
-    case Matrix::w_up:
-      return matrices.w_up;
-    case Matrix::w_down:
-    case Matrix::output:
-      break;
-  }
-  return matrices.w_down;
+  return matrices_[static_cast<std::size_t>(layer)][name];
 }
 
 const float* DeviceModelWeights::vector(VectorRef ref) const {

@@ -5,6 +5,7 @@
 
 #include "engine/backend/batch_ops.h"
 #include "engine/backend/cuda/device_runtime.h"
+#include "engine/backend/layer_matrices.h"
 #include "engine/expected.h"
 #include "engine/model/model_tables.h"
 #include "engine/model/model_weights.h"
@@ -13,7 +14,6 @@
 namespace tern::engine::cuda {
 
 // Whether the CUDA matrix kernels (GEMV, GEMM) and the embedding gather read `type`.
-bool device_reads_weight_type(kernels::TensorType type);
 // Whether a matmul over weights of `type` takes Q8_1-quantized activations (integer formats).
 bool reads_q8_1_activations(kernels::TensorType type);
 
@@ -48,9 +48,7 @@ class DeviceModelWeights {
   std::uint64_t bytes() const { return memory_.bytes(); }
 
  private:
-  struct LayerMatrices {
-    kernels::cuda::DeviceWeights wq, wk, wv, wo, w_gate, w_up, w_down;
-  };
+  using LayerMatrices = engine::LayerMatrices<kernels::cuda::DeviceWeights>;
 
   DeviceAllocation memory_;
   std::vector<LayerMatrices> matrices_;
