@@ -224,7 +224,8 @@ std::string join_ids(simdjson::dom::array ids) {
   return out;
 }
 
-TEST(Cli, GenerateGreedyIdsEqualTheReference) {
+// `tern generate` with the given flags gives the shared reference's greedy ids exactly.
+void expect_generate_gives_the_reference_ids(std::string_view flags) {
   TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
   TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
   simdjson::dom::parser parser;
@@ -236,11 +237,15 @@ TEST(Cli, GenerateGreedyIdsEqualTheReference) {
   const std::string expected = join_ids(record["greedy_ids"].get_array());
   const auto greedy_count = record["greedy_ids"].get_array().size();
   const CommandResult result =
-      run(fmt::format("generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids",
-                      model.string(), prompt, greedy_count),
+      run(fmt::format("generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids {}",
+                      model.string(), prompt, greedy_count, flags),
           true);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output, expected + "\n");
+}
+
+TEST(Cli, GenerateGreedyIdsEqualTheReference) {
+  expect_generate_gives_the_reference_ids("");
 }
 
 TEST(Cli, TokenizeMatchesReferenceEncoding) {
@@ -564,23 +569,7 @@ TEST_F(CliConfigFile, ServeRefusesCudaEmulatedOnSeveralDevicesAtStartupAndCheckW
 // The CUDA backend on the emulated device gives the reference's greedy ids, as the CPU does
 // (Cli.GenerateGreedyIdsEqualTheReference): every kernel of a forward pass, prefill and decode.
 TEST(Cli, GenerateOnCudaEmulatedEqualsTheReference) {
-  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
-  TERN_REQUIRE_SHARED(reference, "reference/tinystories-656k.greedy.jsonl");
-  simdjson::dom::parser parser;
-  std::ifstream file(reference);
-  std::string line;
-  ASSERT_TRUE(std::getline(file, line));
-  simdjson::dom::element record = parser.parse(line);
-  const std::string prompt = join_ids(record["prompt_ids"].get_array());
-  const std::string expected = join_ids(record["greedy_ids"].get_array());
-  const auto greedy_count = record["greedy_ids"].get_array().size();
-  const CommandResult result =
-      run(fmt::format("generate --model '{}' --prompt-ids {} -n {} --temp 0 --print-ids --backend "
-                      "cuda-emulated",
-                      model.string(), prompt, greedy_count),
-          true);
-  ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_EQ(result.output, expected + "\n");
+  expect_generate_gives_the_reference_ids("--backend cuda-emulated");
 }
 
 TEST_F(CliConfigFile, CudaConfigErrorsExitTwoNamingTheKey) {
