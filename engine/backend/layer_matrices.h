@@ -1,8 +1,13 @@
 #pragma once
 
+#include <cstdint>
+
 #include "engine/backend/batch_ops.h"
+#include "kernels/cpu/kv_store.h"
 
 namespace tern::engine {
+
+// How a backend's per-layer weights are named and sized, written once for every backend.
 
 // A decoder layer's matrices in the form a backend prepared them (WeightMatrix on the CPU, device
 // descriptors on a GPU), looked up by the name the graph uses.
@@ -32,6 +37,36 @@ struct LayerMatrices {
     return w_down;
   }
 };
+
+// A layer's vector by the name the graph uses, from any struct with the graph's field names
+// (ModelTables::Layer on the CPU, device pointers on a GPU). `output_norm` belongs to no layer.
+template <class Layer>
+const auto& layer_vector(const Layer& layer, Vector name) {
+  switch (name) {
+    case Vector::attn_norm:
+      return layer.attn_norm;
+    case Vector::ffn_norm:
+      return layer.ffn_norm;
+    case Vector::bq:
+      return layer.bq;
+    case Vector::bk:
+      return layer.bk;
+    case Vector::bv:
+      return layer.bv;
+    case Vector::q_norm:
+      return layer.q_norm;
+    case Vector::k_norm:
+    case Vector::output_norm:
+      break;
+  }
+  return layer.k_norm;
+}
+
+// Bytes one KV block takes across all layers: a K and a V block of `layout` per layer.
+inline std::uint64_t kv_block_bytes_all_layers(const kernels::KvCacheLayout& layout,
+                                               std::int32_t n_layers) {
+  return 2ull * kernels::kv_block_bytes(layout) * static_cast<std::uint64_t>(n_layers);
+}
 
 // Values per row of an activation buffer, from the rank's shape (see Activation).
 template <class Shape>

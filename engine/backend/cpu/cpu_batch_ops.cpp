@@ -145,25 +145,7 @@ std::int64_t CpuBatchOps::rows(Activation activation) const {
 
 const std::vector<float>& CpuBatchOps::vector(VectorRef ref) const {
   if (ref.name == Vector::output_norm) return tables_.output_norm;
-  const ModelTables::Layer& layer = tables_.layers[static_cast<std::size_t>(ref.layer)];
-  switch (ref.name) {
-    case Vector::attn_norm:
-      return layer.attn_norm;
-    case Vector::ffn_norm:
-      return layer.ffn_norm;
-    case Vector::bq:
-      return layer.bq;
-    case Vector::bk:
-      return layer.bk;
-    case Vector::bv:
-      return layer.bv;
-    case Vector::q_norm:
-      return layer.q_norm;
-    case Vector::k_norm:
-    case Vector::output_norm:
-      break;
-  }
-  return layer.k_norm;
+  return layer_vector(tables_.layers[static_cast<std::size_t>(ref.layer)], ref.name);
 }
 
 const kernels::WeightMatrix& CpuBatchOps::matrix(std::int32_t layer, Matrix name) const {

@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/device_kv_cache.h"
 #include "engine/backend/cuda/device_model_weights.h"
 #include "engine/backend/cuda/device_plan.h"
+#include "engine/backend/layer_matrices.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_graph.h"
 #include "engine/model/model_tables.h"
@@ -114,7 +115,7 @@ std::int32_t CudaBackend::max_sequences() const {
 std::uint64_t CudaBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
   const RankShape& shape = state_->spec.shape;
   const kernels::KvCacheLayout layout{type, block_size, shape.n_kv_heads, shape.head_dim};
-  return 2ull * kernels::kv_block_bytes(layout) * static_cast<std::uint64_t>(state_->spec.n_layers);
+  return kv_block_bytes_all_layers(layout, state_->spec.n_layers);
 }
 
 Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {

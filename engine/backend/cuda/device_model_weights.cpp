@@ -190,25 +190,7 @@ const kernels::cuda::DeviceWeights& DeviceModelWeights::matrix(std::int32_t laye
 
 const float* DeviceModelWeights::vector(VectorRef ref) const {
   if (ref.name == Vector::output_norm) return output_norm_;
-  const LayerVectors& layer = vectors_[static_cast<std::size_t>(ref.layer)];
-  switch (ref.name) {
-    case Vector::attn_norm:
-      return layer.attn_norm;
-    case Vector::ffn_norm:
-      return layer.ffn_norm;
-    case Vector::bq:
-      return layer.bq;
-    case Vector::bk:
-      return layer.bk;
-    case Vector::bv:
-      return layer.bv;
-    case Vector::q_norm:
-      return layer.q_norm;
-    case Vector::k_norm:
-    case Vector::output_norm:
-      break;
-  }
-  return layer.k_norm;
+  return layer_vector(vectors_[static_cast<std::size_t>(ref.layer)], ref.name);
 }
 
 }  // namespace tern::engine::cuda
