@@ -255,10 +255,15 @@ std::string heavy_stream_body(int choices, int max_tokens) {
 
 // A client that reads its stream's first token, then nothing more until told to. The kernel
 // still takes a few MiB on its behalf (the server's send buffer grows to about 4 MiB on
-// loopback), so the streams in these tests produce several times that.
+// loopback), so the streams in these tests produce several times that. The receive buffer is
+// small, but not below a loopback segment (64 KiB): with 4 KiB, a reader that resumed waited on
+// the sender's backed-off timers, and SlowReadersStayWithinTheStreamBuffer once took 335 s
+// instead of 4 (the server's last 26 KB sat in its send queue while the client's was empty).
+constexpr int kStalledReceiveBufferBytes = 128 << 10;
+
 std::unique_ptr<HttpClient> start_stalled_stream(int port, const std::string& body,
                                                  std::string& received) {
-  auto client = std::make_unique<HttpClient>(port, 4096);
+  auto client = std::make_unique<HttpClient>(port, kStalledReceiveBufferBytes);
   client->send(Verb::post, "/v1/completions", body);
   received = client->read_until("\"text\"");
   return client;
