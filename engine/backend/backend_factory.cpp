@@ -108,7 +108,7 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
     case BackendKind::cuda_emulated: {
       const int device = spec.devices.empty() ? 0 : spec.devices.front();
       auto backend = cuda::CudaBackend::create(cuda::make_emulated_device_runtime(spec.emulated),
-                                               device, weights, spec.options);
+                                               device, weights, spec.options, spec.cuda);
       if (!backend) return unavailable(spec, backend.error().message);
       return std::unique_ptr<Backend>(std::move(*backend));
     }
@@ -116,7 +116,8 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
       const int device = spec.devices.empty() ? 0 : spec.devices.front();
       auto runtime = cuda::make_cuda_device_runtime(device);
       if (!runtime) return unavailable(spec, runtime.error().message);
-      auto backend = cuda::CudaBackend::create(std::move(*runtime), device, weights, spec.options);
+      auto backend =
+          cuda::CudaBackend::create(std::move(*runtime), device, weights, spec.options, spec.cuda);
       if (!backend) return unavailable(spec, backend.error().message);
       return std::unique_ptr<Backend>(std::move(*backend));
     }

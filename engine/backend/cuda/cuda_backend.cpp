@@ -1,11 +1,13 @@
 #include "engine/backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "engine/backend/cuda/cuda_batch_ops.h"
+#include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_kv_cache.h"
 #include "engine/backend/cuda/device_model_weights.h"
 #include "engine/backend/cuda/device_plan.h"
@@ -26,12 +28,15 @@ struct CudaBackend::State {
   ModelGraph graph = nullptr;
   kernels::RopeLayout rope_layout = kernels::RopeLayout::neox;
   BackendOptions options;
+  bool cuda_graphs = true;
   std::optional<DeviceModelWeights> weights;
   DeviceKvCache kv_cache;
   std::optional<CudaBatchOps> ops;
   std::optional<DevicePlan> plan;  // sized with the KV cache: its block tables need block_size
+  DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
 
   ~State() {
+    decode_graphs.clear();
     plan.reset();
     ops.reset();
     kv_cache = DeviceKvCache();
@@ -41,6 +46,44 @@ struct CudaBackend::State {
 
   // The engine may call from another thread than the one that built the backend.
   Status use_device() { return runtime->set_device(device); }
+
+  // The largest decode graph: a step of one token per sequence, within both limits.
+  int largest_decode_rows() const {
+    return std::min(options.max_sequences, options.max_batch_tokens);
+  }
+
+  // Issues a decode step over the plan's first `rows` rows as a graph replays it: the launch
+  // shapes are the bucket's and attention's context bound is max_context, so every value that
+  // changes from step to step is read from the plan's device buffers.
+  Status issue_decode_rows(int rows) {
+    DevicePlanView view = plan->view();
+    view.tokens = rows;
+    view.sequences = rows;
+    view.logit_row_count = rows;
+    view.max_query_length = 1;
+    view.max_context_length = options.max_context;
+    view.decode_only = true;
+    ops->begin(view);
+    graph(spec, *ops);
+    return ops->status();
+  }
+
+  // Runs the largest bucket (and a one-row GEMV step) eagerly over inert rows, so every kernel
+  // is loaded before capture, then captures a graph per bucket.
+  Status capture_decode_graphs() {
+    const int largest = largest_decode_rows();
+    for (int rows : {largest, 1}) {
+      if (rows == 1 && largest == 1) break;
+      if (Status uploaded = plan->upload(BatchPlan{}, stream, rows); !uploaded.ok()) {
+        return uploaded;
+      }
+      const Status issued = issue_decode_rows(rows);
+      if (Status done = runtime->synchronize(stream); !done.ok()) return done;
+      if (!issued.ok()) return issued;
+    }
+    return decode_graphs.capture(*runtime, stream, largest,
+                                 [this](int rows) { return issue_decode_rows(rows); });
+  }
 };
 
 CudaBackend::CudaBackend(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -48,7 +91,8 @@ CudaBackend::~CudaBackend() = default;
 
 Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<DeviceRuntime> runtime,
                                                            int device, const ModelWeights& weights,
-                                                           const BackendOptions& options) {
+                                                           const BackendOptions& options,
+                                                           const CudaOptions& cuda_options) {
   const ModelConfig& config = weights.config();
   const std::string_view name = runtime->name();
   if (options.max_batch_tokens <= 0 || options.max_sequences <= 0) {
@@ -65,6 +109,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   state->spec = GraphSpec::of(weights);
   state->graph = architecture->graph;
   state->options = options;
+  state->cuda_graphs = cuda_options.cuda_graphs;
   if (state->options.max_context <= 0) state->options.max_context = config.context_length;
   DeviceRuntime& rt = *state->runtime;
   const RankShape& shape = state->spec.shape;
@@ -132,6 +177,7 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
                     name)};
   }
   if (Status selected = s.use_device(); !selected.ok()) return selected;
+  s.decode_graphs.clear();
   s.plan.reset();
   const RankShape& shape = s.spec.shape;
   const kernels::KvCacheLayout layout{spec.type, spec.block_size, shape.n_kv_heads, shape.head_dim};
@@ -148,7 +194,21 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
     return plan.error();
   }
   s.plan.emplace(std::move(*plan));
+  if (s.cuda_graphs) {
+    if (Status captured = s.capture_decode_graphs(); !captured.ok()) {
+      // Eager steps give the same logits; a graph that cannot be captured costs only speed.
+      s.decode_graphs.clear();
+      spdlog::warn("{}: decode steps run without CUDA graphs: {}", name, captured.message());
+    }
+  }
   return Status::success();
+}
+
+int CudaBackend::decode_graph_count() const {
+  return state_->decode_graphs.graph_count();
+}
+std::int64_t CudaBackend::decode_graph_captures() const {
+  return state_->decode_graphs.captures();
 }
 
 Status CudaBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
@@ -166,10 +226,22 @@ Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
   if (Status valid = validate_batch_plan(plan, limits, logits.size()); !valid.ok()) return valid;
   if (!s.plan) return Error{"batch plan: forward() before allocate_kv_cache()"};
   if (Status selected = s.use_device(); !selected.ok()) return selected;
-  if (Status uploaded = s.plan->upload(plan, s.stream); !uploaded.ok()) return uploaded;
-  s.ops->begin(s.plan->view());
-  s.graph(s.spec, *s.ops);
-  if (!s.ops->status().ok()) {
+  const bool decode_only = std::ranges::all_of(
+      plan.sequences, [](const SequenceChunk& c) { return c.token_count == 1; });
+  const int sequences = static_cast<int>(plan.sequences.size());
+  const int bucket = decode_only && sequences > 0 ? s.decode_graphs.bucket_for(sequences) : 0;
+  if (Status uploaded = s.plan->upload(plan, s.stream, bucket); !uploaded.ok()) return uploaded;
+  if (bucket > 0) {
+    // The plan's copy above is issued on the same stream, so the graph reads this step's plan.
+    if (Status launched = s.decode_graphs.launch(bucket, s.stream); !launched.ok()) {
+      static_cast<void>(s.runtime->synchronize(s.stream));
+      return launched;
+    }
+  } else {
+    s.ops->begin(s.plan->view());
+    s.graph(s.spec, *s.ops);
+  }
+  if (bucket == 0 && !s.ops->status().ok()) {
     // Whatever was issued before the failure must finish before the plan's buffers are reused.
     static_cast<void>(s.runtime->synchronize(s.stream));
     return s.ops->status();

@@ -13,14 +13,17 @@ namespace tern::engine::cuda {
 // the CUDA runtime on a GPU, or the SIMT emulator (`cuda-emulated`). Weights are uploaded once
 // in their file's formats; activations, the plan's device copy and its pinned staging buffer
 // are sized once from the options, so forward() allocates nothing. A forward pass is one stream
-// of launches (eager, no CUDA graphs yet), one copy of the logits back and one synchronisation.
+// of launches, one copy of the logits back and one synchronisation. Decode-only steps replay a
+// CUDA graph of their batch-size bucket (decode_graphs.h), captured with the KV cache; prefill
+// and mixed steps, and every step with cuda_graphs off, launch eagerly.
 class CudaBackend final : public Backend {
  public:
   // Takes the runtime; uploads `weights`, which must outlive the backend (the tables are read
   // from them once). Errors name the model file, the tensor or the sizes that do not fit.
   static Expected<std::unique_ptr<CudaBackend>> create(std::unique_ptr<DeviceRuntime> runtime,
                                                        int device, const ModelWeights& weights,
-                                                       const BackendOptions& options);
+                                                       const BackendOptions& options,
+                                                       const CudaOptions& cuda_options = {});
   ~CudaBackend() override;
 
   std::string_view name() const override;
@@ -32,6 +35,10 @@ class CudaBackend final : public Backend {
   Status allocate_kv_cache(const KvCacheSpec& spec) override;
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
+
+  // The decode graphs held now, and captured over the backend's life (recaptures included).
+  int decode_graph_count() const;
+  std::int64_t decode_graph_captures() const;
 
  private:
   struct State;

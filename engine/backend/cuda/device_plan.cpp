@@ -64,10 +64,15 @@ DevicePlan::DevicePlan(DeviceRuntime& runtime, DeviceAllocation device,
   view_.max_blocks_per_sequence = max_blocks_per_sequence;
 }
 
-Status DevicePlan::upload(const BatchPlan& plan, Stream stream) {
+Status DevicePlan::upload(const BatchPlan& plan, Stream stream, int inert_rows_to) {
   const int tokens = plan.num_tokens();
   const int sequences = static_cast<int>(plan.sequences.size());
-  if (tokens > max_tokens_ || sequences > max_sequences_) {
+  const int rows = std::max(sequences, inert_rows_to);
+  if (inert_rows_to > sequences && tokens != sequences) {
+    return Error{"batch plan: inert rows pad only a decode-only plan"};
+  }
+  if (tokens > max_tokens_ || sequences > max_sequences_ || rows > max_tokens_ ||
+      rows > max_sequences_) {
     return Error{fmt::format("batch plan: {} tokens of {} sequences, the backend takes {} of {}",
                              tokens, sequences, max_tokens_, max_sequences_)};
   }
@@ -107,7 +112,18 @@ Status DevicePlan::upload(const BatchPlan& plan, Stream stream) {
     max_context_length = std::max(max_context_length, context);
     decode_only = decode_only && chunk.token_count == 1;
   }
-  query_starts[sequences] = tokens;
+  for (int s = sequences; s < rows; ++s) {
+    staging[sections.token_ids + static_cast<std::size_t>(s)] = 0;
+    staging[sections.positions + static_cast<std::size_t>(s)] = 0;
+    slots[s] = -1;
+    context_lens[s] = 0;
+    query_starts[s] = s;
+    std::fill(block_tables + static_cast<std::size_t>(s) * stride,
+              block_tables + static_cast<std::size_t>(s + 1) * stride, 0);
+  }
+  // A graph gathers as many logit rows as it has rows; the ones past the plan's are never read.
+  for (int r = logit_row_count; r < rows && inert_rows_to > 0; ++r) logit_rows[r] = 0;
+  query_starts[rows] = std::max(tokens, rows);
 
   view_.tokens = tokens;
   view_.sequences = sequences;
@@ -115,8 +131,8 @@ Status DevicePlan::upload(const BatchPlan& plan, Stream stream) {
   view_.max_query_length = max_query_length;
   view_.max_context_length = max_context_length;
   view_.decode_only = decode_only;
-  const std::size_t used = sections.block_tables +
-                           static_cast<std::size_t>(sequences) * static_cast<std::size_t>(stride);
+  const std::size_t used =
+      sections.block_tables + static_cast<std::size_t>(rows) * static_cast<std::size_t>(stride);
   return runtime_->copy_to_device(device_.get(), staging, used * sizeof(std::int32_t), stream);
 }
 

@@ -40,7 +40,10 @@ class DevicePlan {
   // Fills the staging buffer from a validated plan with at most max_sequences sequences and
   // issues its copy on `stream`. The staging buffer is reused by the next upload, so the caller
   // synchronizes `stream` between uploads (the backend does, once per forward pass).
-  Status upload(const BatchPlan& plan, Stream stream);
+  // `inert_rows_to` > the plan's sequences (a decode-only plan, for a CUDA graph of that many
+  // rows) adds one-token rows up to it that change nothing: KV slot -1 (store_kv skips it),
+  // context length 0 (attention skips it) and logit row 0 (gathered, never copied back).
+  Status upload(const BatchPlan& plan, Stream stream, int inert_rows_to = 0);
 
   const DevicePlanView& view() const { return view_; }
 

@@ -1,0 +1,77 @@
+#include "engine/backend/cuda/decode_graphs.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace tern::engine::cuda {
+
+std::vector<int> DecodeGraphs::bucket_sizes(int largest) {
+  std::vector<int> sizes;
+  for (int rows : {1, 2, 4, 8}) {
+    if (rows < largest) sizes.push_back(rows);
+  }
+  for (int rows = 16; rows < largest; rows += 8) sizes.push_back(rows);
+  if (largest > 0) sizes.push_back(largest);
+  return sizes;
+}
+
+Status DecodeGraphs::capture(DeviceRuntime& runtime, Stream stream, int largest,
+                             const std::function<Status(int rows)>& issue) {
+  clear();
+  runtime_ = &runtime;
+  const auto free_before = runtime.memory_info();
+  const auto all_start = std::chrono::steady_clock::now();
+  for (int rows : bucket_sizes(largest)) {
+    const auto start = std::chrono::steady_clock::now();
+    if (Status begun = runtime.begin_capture(stream); !begun.ok()) return begun;
+    const Status issued = issue(rows);
+    auto graph = runtime.end_capture(stream);  // ends the capture even after a failed issue
+    if (!issued.ok()) {
+      if (graph) runtime.destroy_graph(*graph);
+      return Error{fmt::format("{}: capturing the decode graph of {} rows: {}", runtime.name(),
+                               rows, issued.message())};
+    }
+    if (!graph) return graph.error();
+    graphs_.push_back({rows, *graph});
+    ++captures_;
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    spdlog::info("{}: captured the decode graph of {} rows in {:.2f} ms", runtime.name(), rows,
+                 took.count());
+  }
+  const std::chrono::duration<double, std::milli> took =
+      std::chrono::steady_clock::now() - all_start;
+  const auto free_after = runtime.memory_info();
+  // What the graphs take is whatever the runtime reports; the emulated device reports none.
+  const std::int64_t graph_bytes = free_before && free_after
+                                       ? static_cast<std::int64_t>(free_before->free_bytes) -
+                                             static_cast<std::int64_t>(free_after->free_bytes)
+                                       : 0;
+  spdlog::info("{}: {} decode graphs captured in {:.1f} ms, device memory {} bytes", runtime.name(),
+               graphs_.size(), took.count(), graph_bytes);
+  return Status::success();
+}
+
+void DecodeGraphs::clear() {
+  for (const Bucket& bucket : graphs_) runtime_->destroy_graph(bucket.graph);
+  graphs_.clear();
+}
+
+int DecodeGraphs::bucket_for(int sequences) const {
+  const auto found =
+      std::ranges::find_if(graphs_, [&](const Bucket& bucket) { return bucket.rows >= sequences; });
+  return found == graphs_.end() ? 0 : found->rows;
+}
+
+Status DecodeGraphs::launch(int bucket_rows, Stream stream) const {
+  const auto found = std::ranges::find_if(
+      graphs_, [&](const Bucket& bucket) { return bucket.rows == bucket_rows; });
+  if (found == graphs_.end()) {
+    return Error{fmt::format("no decode graph of {} rows", bucket_rows)};
+  }
+  return runtime_->launch_graph(found->graph, stream);
+}
+
+}  // namespace tern::engine::cuda

@@ -1,0 +1,202 @@
+// Decode steps replayed from CUDA graphs against the same steps launched eagerly: with the batch
+// size changing every step and sequences leaving and joining, the logits are bit-identical, so
+// no value that changes from step to step is frozen into a graph.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/decode_graphs.h"
+#include "engine/backend/cuda/emulated_device_runtime.h"
+#include "engine/model/model_weights.h"
+#include "tests/support/shared_data.h"
+
+namespace tern::engine {
+namespace {
+
+constexpr std::int32_t kMaxSequences = 12;
+constexpr std::int32_t kSequenceIds = 16;  // more than fit in a step: some wait, some join late
+constexpr std::int32_t kMaxContext = 96;
+constexpr int kDecodeSteps = 50;
+
+BackendOptions options() {
+  return {.max_sequences = kMaxSequences, .max_batch_tokens = 64, .max_context = kMaxContext};
+}
+
+KvCacheSpec kv_spec(std::int32_t block_size) {
+  return {KvCacheType::f16, block_size, kSequenceIds * (kMaxContext / block_size)};
+}
+
+struct Part {
+  int sequence;
+  std::int32_t first;
+  std::int32_t count;
+  bool wants_logits;
+};
+
+BatchPlan make_plan(std::span<const Part> parts, std::int32_t block_size, std::int32_t vocab) {
+  const std::int32_t blocks_per_sequence = kMaxContext / block_size;
+  BatchPlan plan;
+  for (const Part& part : parts) {
+    SequenceChunk chunk;
+    chunk.token_begin = plan.num_tokens();
+    chunk.token_count = part.count;
+    chunk.first_position = part.first;
+    chunk.block_table_begin = static_cast<std::int32_t>(plan.block_tables.size());
+    chunk.block_count = blocks_per_sequence;
+    for (std::int32_t b = 0; b < blocks_per_sequence; ++b) {
+      plan.block_tables.push_back(part.sequence * blocks_per_sequence + b);
+    }
+    chunk.wants_logits = part.wants_logits;
+    for (std::int32_t i = 0; i < part.count; ++i) {
+      plan.token_ids.push_back((part.sequence * 389 + (part.first + i) * 97 + 11) % vocab);
+      plan.positions.push_back(part.first + i);
+    }
+    plan.sequences.push_back(chunk);
+  }
+  return plan;
+}
+
+// A prefill of four sequences, then 50 decode steps of 1..12 sequences in shuffled order, the size
+// changing every step: a sequence left out waits, one not yet started joins with a one-token
+// chunk at position 0, and some rows want no logits.
+std::vector<std::vector<Part>> steps() {
+  std::mt19937 random(15);
+  std::vector<std::int32_t> length(kSequenceIds, 0);
+  std::vector<std::vector<Part>> all;
+  all.push_back({{0, 0, 20, true}, {1, 0, 7, true}, {2, 0, 3, false}, {3, 0, 20, true}});
+  for (const Part& part : all.front()) length[static_cast<std::size_t>(part.sequence)] = part.count;
+  int previous = 0;
+  for (int step = 0; step < kDecodeSteps; ++step) {
+    int size = previous;
+    while (size == previous) size = std::uniform_int_distribution<int>(1, kMaxSequences)(random);
+    previous = size;
+    std::vector<int> ids(kSequenceIds);
+    for (int s = 0; s < kSequenceIds; ++s) ids[static_cast<std::size_t>(s)] = s;
+    std::ranges::shuffle(ids, random);
+    std::vector<Part> parts;
+    for (int i = 0; i < size; ++i) {
+      const int s = ids[static_cast<std::size_t>(i)];
+      std::int32_t& at = length[static_cast<std::size_t>(s)];
+      parts.push_back({s, at, 1, random() % 5 != 0});
+      ++at;
+    }
+    all.push_back(std::move(parts));
+  }
+  return all;
+}
+
+// The first `count` steps of steps() on `backend`: each step's logits.
+std::vector<std::vector<float>> run(Backend& backend, std::int32_t block_size, int count) {
+  std::vector<std::vector<float>> trace;
+  const std::int32_t vocab = backend.vocab_size();
+  const std::vector<std::vector<Part>> all = steps();
+  for (const std::vector<Part>& parts : std::span(all).first(static_cast<std::size_t>(count))) {
+    const BatchPlan plan = make_plan(parts, block_size, vocab);
+    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
+                              static_cast<std::size_t>(vocab));
+    const Status ran = backend.forward(plan, logits);
+    EXPECT_TRUE(ran.ok()) << ran.message();
+    trace.push_back(std::move(logits));
+  }
+  return trace;
+}
+
+void expect_bit_identical(const std::vector<std::vector<float>>& graphs,
+                          const std::vector<std::vector<float>>& eager) {
+  ASSERT_EQ(graphs.size(), eager.size());
+  for (std::size_t step = 0; step < eager.size(); ++step) {
+    ASSERT_EQ(graphs[step].size(), eager[step].size()) << "step " << step;
+    for (std::size_t i = 0; i < eager[step].size(); ++i) {
+      ASSERT_EQ(std::memcmp(&graphs[step][i], &eager[step][i], sizeof(float)), 0)
+          << "step " << step << " logit " << i << ": graph " << graphs[step][i] << ", eager "
+          << eager[step][i];
+    }
+  }
+}
+
+class CudaGraphs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TERN_REQUIRE_SHARED(model_path, "models/tinystories-656k-f32.gguf");
+    auto weights = load_model(model_path.string());
+    ASSERT_TRUE(weights.ok()) << weights.error().message;
+    weights_.emplace(std::move(*weights));
+  }
+
+  std::unique_ptr<cuda::CudaBackend> backend(bool cuda_graphs) {
+    auto created =
+        cuda::CudaBackend::create(cuda::make_emulated_device_runtime(EmulatedDeviceOptions{}), 0,
+                                  *weights_, options(), CudaOptions{.cuda_graphs = cuda_graphs});
+    EXPECT_TRUE(created.ok()) << created.error().message;
+    return created ? std::move(*created) : nullptr;
+  }
+
+  std::optional<ModelWeights> weights_;
+};
+
+TEST(DecodeGraphBuckets, ArePowersOfTwoToEightThenEveryEightUpToTheLargestBatch) {
+  EXPECT_EQ(cuda::DecodeGraphs::bucket_sizes(1), (std::vector<int>{1}));
+  EXPECT_EQ(cuda::DecodeGraphs::bucket_sizes(5), (std::vector<int>{1, 2, 4, 5}));
+  EXPECT_EQ(cuda::DecodeGraphs::bucket_sizes(8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(cuda::DecodeGraphs::bucket_sizes(12), (std::vector<int>{1, 2, 4, 8, 12}));
+  EXPECT_EQ(cuda::DecodeGraphs::bucket_sizes(32), (std::vector<int>{1, 2, 4, 8, 16, 24, 32}));
+}
+
+TEST_F(CudaGraphs, ReplayedDecodeStepsEqualEagerOnesBitForBit) {
+  auto graphs = backend(true);
+  auto eager = backend(false);
+  ASSERT_TRUE(graphs && eager);
+  ASSERT_TRUE(graphs->allocate_kv_cache(kv_spec(16)).ok());
+  ASSERT_TRUE(eager->allocate_kv_cache(kv_spec(16)).ok());
+  EXPECT_EQ(graphs->decode_graph_count(), 5);  // 1, 2, 4, 8, 12
+  const auto start = std::chrono::steady_clock::now();
+  const auto replayed = run(*graphs, 16, kDecodeSteps + 1);
+  const auto middle = std::chrono::steady_clock::now();
+  const auto launched = run(*eager, 16, kDecodeSteps + 1);
+  const auto end = std::chrono::steady_clock::now();
+  expect_bit_identical(replayed, launched);
+  std::printf("%d decode steps: graphs %.3f s, eager %.3f s\n", kDecodeSteps,
+              std::chrono::duration<double>(middle - start).count(),
+              std::chrono::duration<double>(end - middle).count());
+}
+
+TEST_F(CudaGraphs, AreNeverCapturedWhenTurnedOff) {
+  auto eager = backend(false);
+  ASSERT_TRUE(eager);
+  ASSERT_TRUE(eager->allocate_kv_cache(kv_spec(16)).ok());
+  const BatchPlan plan = make_plan(std::vector<Part>{{0, 0, 1, true}}, 16, eager->vocab_size());
+  std::vector<float> logits(static_cast<std::size_t>(eager->vocab_size()));
+  ASSERT_TRUE(eager->forward(plan, logits).ok());
+  ASSERT_TRUE(eager->allocate_kv_cache(kv_spec(16)).ok());
+  EXPECT_EQ(eager->decode_graph_count(), 0);
+  EXPECT_EQ(eager->decode_graph_captures(), 0);
+}
+
+// A new KV pool (here with another block size, which the graphs' kernel arguments hold) drops
+// the graphs and captures them again over it.
+TEST_F(CudaGraphs, AreRecapturedWhenTheKvCacheIsReallocated) {
+  auto graphs = backend(true);
+  auto eager = backend(false);
+  ASSERT_TRUE(graphs && eager);
+  ASSERT_TRUE(graphs->allocate_kv_cache(kv_spec(16)).ok());
+  EXPECT_EQ(graphs->decode_graph_captures(), 5);
+  ASSERT_TRUE(graphs->allocate_kv_cache(kv_spec(8)).ok());
+  EXPECT_EQ(graphs->decode_graph_count(), 5);
+  EXPECT_EQ(graphs->decode_graph_captures(), 10);
+  ASSERT_TRUE(eager->allocate_kv_cache(kv_spec(8)).ok());
+  // Fewer steps than above keep the emulated time down; they still take every bucket.
+  constexpr int kSteps = 16;
+  expect_bit_identical(run(*graphs, 8, kSteps), run(*eager, 8, kSteps));
+}
+
+}  // namespace
+}  // namespace tern::engine
