@@ -57,10 +57,12 @@ inline RequestOutput collect(RequestHandle& handle, std::int32_t n = 1) {
   }
 }
 
-// A model, a tokenizer and a pool loaded once; engines made on demand over a fresh backend.
+// A model, a tokenizer and a pool loaded once; engines made on demand over a fresh backend of
+// `kind` (cuda_emulated: the CUDA backend on the SIMT emulator, no GPU needed).
 class TinyEngineFactory {
  public:
-  static std::unique_ptr<TinyEngineFactory> load(const std::string& model_path) {
+  static std::unique_ptr<TinyEngineFactory> load(const std::string& model_path,
+                                                 BackendKind kind = BackendKind::cpu) {
     auto weights = load_model(model_path);
     if (!weights) {
       ADD_FAILURE() << weights.error().message;
@@ -71,7 +73,8 @@ class TinyEngineFactory {
       ADD_FAILURE() << tokenizer.error().message;
       return nullptr;
     }
-    auto factory = std::unique_ptr<TinyEngineFactory>(new TinyEngineFactory(std::move(*weights)));
+    auto factory =
+        std::unique_ptr<TinyEngineFactory>(new TinyEngineFactory(std::move(*weights), kind));
     factory->tokenizer_ = std::move(*tokenizer);
     return factory;
   }
@@ -80,7 +83,8 @@ class TinyEngineFactory {
     EngineOptions options;
     options.context_length = weights_.config().context_length;
     options.eos_token_ids = weights_.config().eos_token_ids;
-    options.kv_cache_type = KvCacheType::f32;
+    // The CUDA kernels take f16 and bf16 KV caches only.
+    options.kv_cache_type = is_cuda(kind_) ? KvCacheType::f16 : KvCacheType::f32;
     options.num_kv_blocks = 1024;
     options.scheduler.max_num_seqs = 64;
     options.scheduler.max_num_batched_tokens = 256;
@@ -100,6 +104,7 @@ class TinyEngineFactory {
   Expected<Engine*> try_make(const EngineOptions& options) {
     engine_.reset();
     BackendSpec backend_spec;
+    backend_spec.kind = kind_;
     backend_spec.options.max_batch_tokens = 256;
     backend_spec.options.max_sequences = 64;
     backend_spec.options.max_context = weights_.config().context_length;
@@ -116,9 +121,11 @@ class TinyEngineFactory {
   const ModelWeights& weights() const { return weights_; }
 
  private:
-  explicit TinyEngineFactory(ModelWeights weights) : weights_(std::move(weights)) {}
+  TinyEngineFactory(ModelWeights weights, BackendKind kind)
+      : weights_(std::move(weights)), kind_(kind) {}
 
   ModelWeights weights_;
+  BackendKind kind_;
   std::unique_ptr<Tokenizer> tokenizer_;
   kernels::ThreadPool pool_{2};
   std::unique_ptr<Backend> backend_;
