@@ -3,13 +3,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TERN_SIMT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TERN_SIMT_ASAN 1
-#endif
-#endif
+#include "kernels/simt/asan.h"
+
 #if defined(TERN_SIMT_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif

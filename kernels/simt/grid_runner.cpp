@@ -11,18 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/simt/asan.h"
 #include "kernels/simt/fiber_stacks.h"
 #include "kernels/simt/launch.h"
 #include "kernels/simt/runtime.h"
 #include "kernels/simt/shared_span.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TERN_SIMT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TERN_SIMT_ASAN 1
-#endif
-#endif
 #if defined(TERN_SIMT_ASAN)
 #include <sanitizer/common_interface_defs.h>
 #endif
