@@ -82,6 +82,7 @@ struct Counters {
   std::atomic<std::int64_t> prompt_tokens{0}, generated_tokens{0}, cached_tokens{0};
   std::atomic<std::int64_t> requests_finished{0};
   std::atomic<std::int64_t> schedule_ns{0}, forward_ns{0}, sample_ns{0}, detokenize_ns{0};
+  std::atomic<std::int64_t> candidate_rows{0}, full_rows{0}, fetched_rows{0};
   std::atomic<double> prefix_hit_rate{0};
 
   static void add(std::atomic<std::int64_t>& counter, std::int64_t value) {
@@ -107,7 +108,20 @@ struct Engine::State {
         admission(engine_options.admission),
         logits(static_cast<std::size_t>(scheduler_options.max_num_seqs) *
                static_cast<std::size_t>(limits.vocab_size)),
-        scratch(static_cast<std::size_t>(limits.vocab_size)) {
+        scratch(static_cast<std::size_t>(limits.vocab_size)),
+        candidate_count(model_backend.logit_candidate_count()) {
+    const auto rows = static_cast<std::size_t>(scheduler_options.max_num_seqs);
+    if (candidate_count > 0) {
+      const std::size_t candidates_per_row = static_cast<std::size_t>(candidate_count);
+      row_requests.resize(rows);
+      candidate_values.resize(rows * candidates_per_row);
+      candidate_ids.resize(rows * candidates_per_row);
+      log_sum_exp.resize(rows);
+      scaled_mass.resize(rows);
+      candidate_rows = {candidate_values, candidate_ids, log_sum_exp, scaled_mass, 0};
+      deferred.reserve(2 * rows);
+      fetch_rows.reserve(rows);
+    }
     paused.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
     completed.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
     candidates.reserve(static_cast<std::size_t>(limits.vocab_size));
@@ -131,6 +145,24 @@ struct Engine::State {
   std::vector<float> scratch;
   SamplerScratch candidates;
 
+  // Device-side sampling (Backend::logit_candidate_count() > 0): what each row needs, the
+  // rows' candidates, and the samples whose candidates did not decide, served from whole rows
+  // fetched after the others.
+  struct Deferred {
+    EngineSequence* sample;
+    std::int32_t row;
+    std::int32_t token;  // chosen already (only its logprobs need the row), or -1
+  };
+  std::int32_t candidate_count = 0;
+  std::vector<LogitRowRequest> row_requests;
+  std::vector<float> candidate_values;
+  std::vector<std::int32_t> candidate_ids;
+  std::vector<float> log_sum_exp;
+  std::vector<double> scaled_mass;
+  LogitCandidateRows candidate_rows;
+  std::vector<Deferred> deferred;
+  std::vector<std::int32_t> fetch_rows;
+
   // Shared.
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::int32_t> submits_in_flight{0};
@@ -147,7 +179,15 @@ struct Engine::State {
   void retry_paused();
   bool step();
   void fork_samples(ActiveRequest& request, EngineSequence& parent);
+  Status run_forward(const SchedulerOutput& output);
+  std::int32_t ask_for_rows(const SchedulerOutput& output);
+  LogitCandidates candidates_of(std::int32_t row) const;
+  void sample_rows(const SchedulerOutput& output);
+  void sample_deferred();
   void generate(EngineSequence& sample, std::span<const float> row);
+  void generate(EngineSequence& sample, std::int32_t row);
+  void deliver_token(EngineSequence& sample, std::int32_t token, std::span<const float> row);
+  void publish(EngineSequence& sample, RequestEvent&& event);
   bool deliver(EngineSequence& sample, RequestEvent& event);
   void emit(EngineSequence& sample, RequestEvent&& event);
   void finish(EngineSequence& sample, RequestEvent&& event);
@@ -250,9 +290,7 @@ bool Engine::State::step() {
   Counters::add(counters.schedule_ns, nanoseconds(forward_start - schedule_start));
   if (output.plan.sequences.empty()) return false;
 
-  Status ran =
-      output.block_copies.empty() ? Status::success() : backend.copy_kv_blocks(output.block_copies);
-  if (ran.ok()) ran = backend.forward(output.plan, logits);
+  Status ran = run_forward(output);
   const Clock::time_point sample_start = Clock::now();
   Counters::add(counters.forward_ns, nanoseconds(sample_start - forward_start));
   if (!ran.ok()) {
@@ -265,29 +303,8 @@ bool Engine::State::step() {
   }
   scheduler.on_step_done();
 
-  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
   const std::int64_t detokenize_before = counters.detokenize_ns.load(std::memory_order_relaxed);
-  std::size_t row = 0;
-  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
-    if (!output.plan.sequences[i].wants_logits) continue;
-    const std::span<const float> logits_row =
-        std::span<const float>(logits).subspan(row++ * vocab, vocab);
-    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
-    if (sample.finished) continue;
-    ActiveRequest& request = sample.request;
-    if (request.request.n > 1 && !request.forked) {
-      fork_samples(request, sample);
-      for (std::size_t s = 1; s < request.samples.size(); ++s) {
-        EngineSequence& child = *request.samples[s];
-        // Forked children continue from this very row; fallbacks prefill on their own.
-        if (!child.finished && child.state == SequenceState::running &&
-            child.num_computed_tokens == child.num_tokens()) {
-          generate(child, logits_row);
-        }
-      }
-    }
-    if (!sample.finished) generate(sample, logits_row);
-  }
+  sample_rows(output);
   const std::int64_t detokenize_ns =
       counters.detokenize_ns.load(std::memory_order_relaxed) - detokenize_before;
   Counters::add(counters.sample_ns, nanoseconds(Clock::now() - sample_start) - detokenize_ns);
@@ -330,20 +347,158 @@ void Engine::State::start_generation(EngineSequence& sample) {
   sample.generation = std::make_unique<Generation>(stored, sample.index, generation_limits);
 }
 
+Status Engine::State::run_forward(const SchedulerOutput& output) {
+  if (!output.block_copies.empty()) {
+    if (Status copied = backend.copy_kv_blocks(output.block_copies); !copied.ok()) return copied;
+  }
+  if (candidate_count == 0) return backend.forward(output.plan, logits);
+  const auto rows = static_cast<std::size_t>(ask_for_rows(output));
+  return backend.forward_with_candidates(output.plan, std::span(row_requests).first(rows), logits,
+                                         candidate_rows);
+}
+
+// What each logits row must bring back: its candidates where they may decide, else all of it.
+std::int32_t Engine::State::ask_for_rows(const SchedulerOutput& output) {
+  std::int32_t row = 0;
+  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
+    if (!output.plan.sequences[i].wants_logits) continue;
+    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
+    LogitRowRequest& request = row_requests[static_cast<std::size_t>(row++)];
+    request = LogitRowRequest{};
+    if (sample.finished) {
+      request.full_row = false;  // nobody reads it
+      continue;
+    }
+    // Before an n > 1 request forks, its other samples draw from this row alike: the same
+    // parameters, nothing generated yet.
+    if (sample.generation->sample_path(sample.num_generated_tokens(), candidate_count) ==
+        SamplePath::kCandidates) {
+      request.full_row = false;
+      request.inverse_temperature = sample.generation->inverse_temperature();
+    }
+  }
+  return row;
+}
+
+LogitCandidates Engine::State::candidates_of(std::int32_t row) const {
+  const auto count = static_cast<std::size_t>(candidate_count);
+  const std::size_t at = static_cast<std::size_t>(row) * count;
+  LogitCandidates candidates_row;
+  candidates_row.values = std::span<const float>(candidate_values).subspan(at, count);
+  candidates_row.ids = std::span<const std::int32_t>(candidate_ids).subspan(at, count);
+  candidates_row.vocab = limits.vocab_size;
+  candidates_row.scaled_mass = scaled_mass[static_cast<std::size_t>(row)];
+  candidates_row.scaled_mass_relative_error = candidate_rows.scaled_mass_relative_error;
+  candidates_row.log_sum_exp = log_sum_exp[static_cast<std::size_t>(row)];
+  return candidates_row;
+}
+
+void Engine::State::sample_rows(const SchedulerOutput& output) {
+  deferred.clear();
+  std::int32_t row = 0;
+  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
+    if (!output.plan.sequences[i].wants_logits) continue;
+    const std::int32_t this_row = row++;
+    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
+    if (sample.finished) continue;
+    ActiveRequest& request = sample.request;
+    if (request.request.n > 1 && !request.forked) {
+      fork_samples(request, sample);
+      for (std::size_t s = 1; s < request.samples.size(); ++s) {
+        EngineSequence& child = *request.samples[s];
+        // Forked children continue from this very row; fallbacks prefill on their own.
+        if (!child.finished && child.state == SequenceState::running &&
+            child.num_computed_tokens == child.num_tokens()) {
+          generate(child, this_row);
+        }
+      }
+    }
+    if (!sample.finished) generate(sample, this_row);
+  }
+  if (!deferred.empty()) sample_deferred();
+}
+
+// The samples whose candidates did not decide, from their whole rows, fetched in one go.
+void Engine::State::sample_deferred() {
+  fetch_rows.clear();
+  for (const Deferred& waiting : deferred) {
+    if (std::ranges::find(fetch_rows, waiting.row) == fetch_rows.end()) {
+      fetch_rows.push_back(waiting.row);
+    }
+  }
+  Counters::add(counters.fetched_rows, static_cast<std::int64_t>(fetch_rows.size()));
+  const Status fetched = backend.fetch_logit_rows(fetch_rows, logits);
+  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
+  for (const Deferred& waiting : deferred) {
+    EngineSequence& sample = *waiting.sample;
+    if (sample.finished) continue;
+    if (!fetched.ok()) {
+      finish_with(sample, fetched.error());
+      continue;
+    }
+    const std::span<const float> row = std::span<const float>(logits).subspan(
+        static_cast<std::size_t>(waiting.row) * vocab, vocab);
+    if (waiting.token < 0) {
+      generate(sample, row);
+    } else {
+      deliver_token(sample, waiting.token, row);
+    }
+  }
+}
+
+void Engine::State::generate(EngineSequence& sample, std::int32_t row) {
+  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
+  if (candidate_count == 0 || row_requests[static_cast<std::size_t>(row)].full_row) {
+    Counters::add(counters.full_rows, 1);
+    generate(sample,
+             std::span<const float>(logits).subspan(static_cast<std::size_t>(row) * vocab, vocab));
+    return;
+  }
+  const LogitCandidates row_candidates = candidates_of(row);
+  const std::int32_t generated = sample.num_generated_tokens();
+  const std::optional<std::int32_t> token =
+      sample.generation->choose(row_candidates, candidates, generated);
+  if (!token) {
+    deferred.push_back({&sample, row, -1});
+    return;
+  }
+  scheduler.append_token(sample, *token);
+  Counters::add(counters.generated_tokens, 1);
+  const Clock::time_point start = Clock::now();
+  RequestEvent event;
+  if (!sample.generation->describe(*token, row_candidates, generated + 1, event)) {
+    deferred.push_back({&sample, row, *token});  // its logprobs need the row
+    return;
+  }
+  Counters::add(counters.candidate_rows, 1);
+  publish(sample, std::move(event));
+  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
+}
+
 void Engine::State::generate(EngineSequence& sample, std::span<const float> row) {
   const std::int32_t generated = sample.num_generated_tokens();
   const std::int32_t token = sample.generation->choose(row, scratch, candidates, generated);
   scheduler.append_token(sample, token);
   Counters::add(counters.generated_tokens, 1);
+  deliver_token(sample, token, row);
+}
+
+// `token` is appended already: the event that tells it.
+void Engine::State::deliver_token(EngineSequence& sample, std::int32_t token,
+                                  std::span<const float> row) {
   const Clock::time_point start = Clock::now();
   RequestEvent event;
-  sample.generation->describe(token, row, generated + 1, event);
+  sample.generation->describe(token, row, sample.num_generated_tokens(), event);
+  publish(sample, std::move(event));
+  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
+}
+
+void Engine::State::publish(EngineSequence& sample, RequestEvent&& event) {
   if (event.finish_reason) {
     finish(sample, std::move(event));
   } else {
     emit(sample, std::move(event));
   }
-  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
 }
 
 // Pushes a non-final event if it leaves a slot for the last event of every unfinished sample.
@@ -614,6 +769,9 @@ EngineStats Engine::stats() const {
   stats.kv_blocks = state_->kv_cache.num_blocks();
   stats.kv_free_blocks = c.kv_free_blocks.load(std::memory_order_relaxed);
   stats.prefix_hit_rate = c.prefix_hit_rate.load(std::memory_order_relaxed);
+  stats.logit_rows_from_candidates = c.candidate_rows.load(std::memory_order_relaxed);
+  stats.logit_rows_whole = c.full_rows.load(std::memory_order_relaxed);
+  stats.logit_rows_fetched = c.fetched_rows.load(std::memory_order_relaxed);
   return stats;
 }
 

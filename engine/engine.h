@@ -55,6 +55,11 @@ struct EngineStats {
   std::int32_t kv_blocks = 0;
   std::int32_t kv_free_blocks = 0;  // including cached blocks nobody references
   double prefix_hit_rate = 0;
+  // Samples drawn from a device's candidates, from rows that came back whole, and rows fetched
+  // whole after their candidates did not decide (Backend::logit_candidate_count()).
+  std::int64_t logit_rows_from_candidates = 0;
+  std::int64_t logit_rows_whole = 0;
+  std::int64_t logit_rows_fetched = 0;
 };
 
 // Serves one model: a thread that loops over the scheduler's steps, running each batch on the

@@ -25,6 +25,7 @@ SamplingParams seeded(SamplingParams params, std::int32_t index) {
 Generation::Generation(const Request& request, std::int32_t index, const GenerationLimits& limits)
     : request_(request),
       index_(index),
+      vocab_size_(limits.vocab_size),
       eos_token_ids_(limits.eos_token_ids),
       processor_(request.sampling, limits.vocab_size, request.prompt_ids, request.stop.max_tokens),
       sampler_(seeded(request.sampling, index)),
@@ -49,9 +50,33 @@ bool Generation::is_stop_token(std::int32_t token) const {
          std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
 }
 
+bool Generation::suppressing(std::int32_t num_generated) const {
+  return num_generated < request_.stop.min_tokens && !suppressed_.empty();
+}
+
+bool Generation::wants_logprobs() const {
+  return request_.sampling.logprobs || request_.sampling.top_logprobs > 0;
+}
+
+SamplePath Generation::sample_path(std::int32_t num_generated, std::int32_t candidate_count) const {
+  return choose_sample_path(request_.sampling, suppressing(num_generated), vocab_size_,
+                            candidate_count);
+}
+
+float Generation::inverse_temperature() const {
+  return request_.sampling.is_greedy() ? 0.0f : 1.0f / request_.sampling.temperature;
+}
+
+std::optional<std::int32_t> Generation::choose(const LogitCandidates& row,
+                                               SamplerScratch& candidates,
+                                               std::int32_t num_generated) {
+  if (!processor_.is_identity() || suppressing(num_generated)) return std::nullopt;
+  return sampler_.sample(row, candidates);
+}
+
 std::int32_t Generation::choose(std::span<const float> logits, std::span<float> scratch,
                                 SamplerScratch& candidates, std::int32_t num_generated) {
-  const bool suppress = num_generated < request_.stop.min_tokens && !suppressed_.empty();
+  const bool suppress = suppressing(num_generated);
   if (plain_greedy_ && !suppress) return argmax(logits);
   const std::span<float> row = scratch.first(logits.size());
   std::memcpy(row.data(), logits.data(), logits.size_bytes());
@@ -62,14 +87,30 @@ std::int32_t Generation::choose(std::span<const float> logits, std::span<float> 
 
 void Generation::describe(std::int32_t token, std::span<const float> logits,
                           std::int32_t num_generated, RequestEvent& event) {
+  if (wants_logprobs()) {
+    event.top_logprobs.resize(static_cast<std::size_t>(request_.sampling.top_logprobs));
+    event.logprob = log_probability(logits, token, event.top_logprobs);
+  }
+  describe_token(token, num_generated, event);
+}
+
+bool Generation::describe(std::int32_t token, const LogitCandidates& row,
+                          std::int32_t num_generated, RequestEvent& event) {
+  if (wants_logprobs()) {
+    event.top_logprobs.resize(static_cast<std::size_t>(request_.sampling.top_logprobs));
+    const std::optional<float> logprob = log_probability(row, token, event.top_logprobs);
+    if (!logprob) return false;
+    event.logprob = *logprob;
+  }
+  describe_token(token, num_generated, event);
+  return true;
+}
+
+void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
+                                RequestEvent& event) {
   processor_.accept(token);
   event.index = index_;
   event.token = token;
-  const SamplingParams& sampling = request_.sampling;
-  if (sampling.logprobs || sampling.top_logprobs > 0) {
-    event.top_logprobs.resize(static_cast<std::size_t>(sampling.top_logprobs));
-    event.logprob = log_probability(logits, token, event.top_logprobs);
-  }
   const StopCondition& stop = request_.stop;
   const bool may_stop = num_generated >= stop.min_tokens;
   if (may_stop && is_stop_token(token)) {

@@ -7,6 +7,7 @@
 
 #include "engine/logits_processor.h"
 #include "engine/request.h"
+#include "engine/sample_path.h"
 #include "engine/sampler.h"
 #include "engine/stop_checker.h"
 #include "engine/tokenizer/detokenizer.h"
@@ -32,9 +33,23 @@ class Generation {
   std::int32_t choose(std::span<const float> logits, std::span<float> scratch,
                       SamplerScratch& candidates, std::int32_t num_generated);
 
+  // What this step's row must look like for choose(): known before the row is computed.
+  SamplePath sample_path(std::int32_t num_generated, std::int32_t candidate_count) const;
+  // 1 / temperature, or 0 when greedy: the temperature a device's scaled_mass is taken at.
+  float inverse_temperature() const;
+
+  // The next token from a device's candidates of this step's row, with the random draws the
+  // full row would take; nullopt, with the random stream untouched, when the full row is needed.
+  std::optional<std::int32_t> choose(const LogitCandidates& row, SamplerScratch& candidates,
+                                     std::int32_t num_generated);
+
   // Fills `event` for `token`, the sample's num_generated-th token: text, logprobs, and the
   // finish reason when it ends the sample.
   void describe(std::int32_t token, std::span<const float> logits, std::int32_t num_generated,
+                RequestEvent& event);
+  // The same with logprobs from the candidates; false when they need the full row, and then
+  // the sample has not moved on: describe the token from the full row instead.
+  bool describe(std::int32_t token, const LogitCandidates& row, std::int32_t num_generated,
                 RequestEvent& event);
 
   // Text still held back when the sample ends without a stop string of its own.
@@ -42,9 +57,14 @@ class Generation {
 
  private:
   bool is_stop_token(std::int32_t token) const;
+  bool suppressing(std::int32_t num_generated) const;
+  bool wants_logprobs() const;
+  // describe() past the logprobs.
+  void describe_token(std::int32_t token, std::int32_t num_generated, RequestEvent& event);
 
   const Request& request_;
   std::int32_t index_;
+  std::int32_t vocab_size_;
   std::span<const std::int32_t> eos_token_ids_;
   LogitsProcessor processor_;
   Sampler sampler_;

@@ -13,6 +13,24 @@ namespace tern::engine {
 // The kernels' own enum, so a backend hands it over as it is.
 using KvCacheType = kernels::KvType;
 
+// How the engine wants one logits row of a forward pass.
+struct LogitRowRequest {
+  // The whole row comes back; otherwise only its candidates (forward_with_candidates()).
+  bool full_row = true;
+  // > 0: the row's candidates carry scaled_mass at this inverse temperature.
+  float inverse_temperature = 0;
+};
+
+// Where a backend that summarises logits rows on its device puts them: the engine's buffers,
+// sized for max_sequences() rows of logit_candidate_count() candidates each.
+struct LogitCandidateRows {
+  std::span<float> values;                // [row][count], best first (LogitCandidates' order)
+  std::span<std::int32_t> ids;            // [row][count]
+  std::span<float> log_sum_exp;           // [row]
+  std::span<double> scaled_mass;          // [row]: NaN where no inverse temperature was asked
+  double scaled_mass_relative_error = 0;  // the backend's bound, set by forward_with_candidates()
+};
+
 struct KvCacheSpec {
   KvCacheType type = KvCacheType::f16;
   std::int32_t block_size = 16;
@@ -44,6 +62,22 @@ class Backend {
   // Runs every layer over the plan's tokens, writing K/V at the plan's positions, and writes
   // one row of vocab_size() logits per sequence that wants them, in plan order.
   virtual Status forward(const BatchPlan& plan, std::span<float> logits) = 0;
+
+  // Device-side sampling. A backend whose logits live on a device can hand back, per row, its
+  // best logits and the row-wide sums (engine/logit_candidates.h) instead of the whole row, so
+  // that most rows never cross to the host. 0: it cannot, and the engine asks for full rows.
+  virtual std::int32_t logit_candidate_count() const { return 0; }
+
+  // As forward(plan, logits), but row r comes back whole (at logits[r * vocab]) only where
+  // rows[r].full_row; every row's candidates go to `candidates`. rows.size() is the plan's
+  // logits row count.
+  virtual Status forward_with_candidates(const BatchPlan& plan,
+                                         std::span<const LogitRowRequest> rows,
+                                         std::span<float> logits, LogitCandidateRows& candidates);
+
+  // Rows of the last forward pass, whole, each at logits[row * vocab]: for rows whose candidates
+  // did not decide. Valid until the next forward pass or KV copy.
+  virtual Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits);
 };
 
 }  // namespace tern::engine

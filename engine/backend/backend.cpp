@@ -1,0 +1,20 @@
+#include "engine/backend/backend.h"
+
+#include <fmt/format.h>
+
+namespace tern::engine {
+
+// A backend without device-side candidates returns every row whole.
+Status Backend::forward_with_candidates(const BatchPlan& plan,
+                                        std::span<const LogitRowRequest> /*rows*/,
+                                        std::span<float> logits,
+                                        LogitCandidateRows& /*candidates*/) {
+  return forward(plan, logits);
+}
+
+Status Backend::fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> /*logits*/) {
+  if (rows.empty()) return Status::success();
+  return Error{fmt::format("the {} backend returns whole rows; it has none to fetch", name())};
+}
+
+}  // namespace tern::engine
