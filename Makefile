@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: run test build configure setup format clean sanitize asan tsan
+.PHONY: run test test-gpu build configure setup format clean sanitize asan tsan
 
 # `make run` serves the demo model (random weights, written to models/demo.gguf on first use);
 # `make run MODEL=/path/model.gguf` serves that model. Either way on http://0.0.0.0:$(PORT).
@@ -17,6 +17,15 @@ run: configure
 # Everything: the sanitizer runs below, then the Release build's whole CTest suite.
 test: build sanitize
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2 $(CTEST_ARGS)
+
+# On a machine with an NVIDIA GPU and driver: a TERN_CUDA=ON build in $(GPU_BUILD_DIR), then the
+# kernel tests on the device (ctest -L gpu) and the CUDA backend's tests with
+# TERN_TEST_CUDA_BACKEND=cuda (ctest -R Cuda). Fails at once, building nothing, without a GPU;
+# any skipped test fails it. See docs/gpu.md, "On a real GPU".
+GPU_BUILD_DIR ?= build-gpu
+test-gpu:
+	BUILD_TYPE='$(BUILD_TYPE)' CMAKE_ARGS='$(CMAKE_ARGS)' CTEST_ARGS='$(CTEST_ARGS)' \
+	  scripts/test_gpu.sh '$(GPU_BUILD_DIR)'
 
 # The parsers and loaders under ASan+UBSan on hostile input (fuzz and robustness tests), and the
 # cross-thread pieces under TSan. Only the test binaries involved are built.
@@ -56,4 +65,4 @@ format:
 	@git ls-files '*.h' '*.cpp' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan
+	rm -rf $(BUILD_DIR) build-asan build-tsan $(GPU_BUILD_DIR)

@@ -3,12 +3,14 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/backend/backend_factory.h"
+#include "engine/backend/device_bandwidth.h"
 #include "engine/model/model_weights.h"
 #include "engine/sequence_runner.h"
 #include "kernels/cpu/thread_pool.h"
@@ -27,7 +29,7 @@ constexpr std::array<OptionSpec, 13> kOptions{{
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
     {"repetitions", true, "runs per test (default 3)", 'r'},
-    {"threads", true, "compute threads (default: one per core)", 't'},
+    {"threads", true, "compute threads of the CPU backend (default: one per core)", 't'},
     kBackendOption,
     kDevicesOption,
     kGpuMemoryUtilizationOption,
@@ -105,6 +107,25 @@ int fail(std::string_view message, int code) {
   return code;
 }
 
+// A CUDA backend's roofline is its device's memory, measured before the backend takes it: 1 GiB
+// copied 20 times on a GPU (tens of milliseconds), at most 256 MiB 4 times on the emulated
+// device, whose device memory is host RAM and may be made small (--emulated-device-memory).
+Expected<engine::DeviceBandwidth> measure_cuda_bound(const engine::BackendSpec& spec) {
+  if (spec.kind == engine::BackendKind::cuda_emulated) {
+    const std::uint64_t bytes =
+        std::min<std::uint64_t>(256ull << 20, spec.emulated.memory_bytes / 4);
+    return engine::measure_device_bandwidth(spec, std::max<std::uint64_t>(bytes, 1), 4);
+  }
+  return engine::measure_device_bandwidth(spec, 1ull << 30, 20);
+}
+
+void print_device_line(const engine::DeviceBandwidth& bound) {
+  fmt::print(
+      "device: {}; memory bandwidth {:.1f} GB/s (device-to-device copies, bytes read + bytes "
+      "written per second)\n\n",
+      bound.device, bound.bytes_per_second / 1e9);
+}
+
 }  // namespace
 
 int command_bench(std::span<char* const> args) {
@@ -124,6 +145,11 @@ int command_bench(std::span<char* const> args) {
   }
   const auto backend_choice = backend_option(*parsed, "bench");
   if (!backend_choice) return fail(backend_choice.error().message, kExitUsage);
+  const bool on_device = engine::is_cuda(backend_choice->kind);
+  if (on_device && parsed->has("threads")) {
+    fmt::print(stderr, "tern bench: warning: -t has no effect with --backend {}\n",
+               engine::to_string(backend_choice->kind));
+  }
 
   auto weights = engine::load_model(*model_path);
   if (!weights) return fail(weights.error().message, kExitUsage);
@@ -134,6 +160,14 @@ int command_bench(std::span<char* const> args) {
     return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", longest,
                             config.context_length),
                 kExitUsage);
+  }
+
+  std::optional<engine::DeviceBandwidth> device_bound;
+  if (on_device) {
+    auto bound = measure_cuda_bound(*backend_choice);
+    if (!bound) return fail(bound.error().message, kExitFailure);
+    device_bound = std::move(*bound);
+    print_device_line(*device_bound);
   }
 
   kernels::ThreadPool pool(static_cast<int>(*threads));
@@ -173,11 +207,16 @@ int command_bench(std::span<char* const> args) {
   std::string backend_label((*backend)->name());  // CPU, as llama-bench writes it
   std::ranges::transform(backend_label, backend_label.begin(),
                          [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  fmt::print("| model | size | params | backend | threads | test | t/s |\n");
+  // The CPU backend's compute threads; a CUDA backend runs on one device and uses none of them.
+  const long long where =
+      on_device ? (backend_choice->devices.empty() ? 0 : backend_choice->devices.front())
+                : *threads;
+  fmt::print("| model | size | params | backend | {} | test | t/s |\n",
+             on_device ? "device" : "threads");
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
   auto row = [&](const std::string& test, const Stats& stats) {
     fmt::print("| {} | {:.2f} GiB | {:.2f} B | {} | {} | {} | {:.2f} ± {:.2f} |\n", model_label,
-               size_gib, params_b, backend_label, *threads, test, stats.mean, stats.stddev);
+               size_gib, params_b, backend_label, where, test, stats.mean, stats.stddev);
     std::fflush(stdout);
   };
 
@@ -196,13 +235,18 @@ int command_bench(std::span<char* const> args) {
     row(fmt::format("pp{}", length), stats_of(rates));
   }
   if (*n_gen > 0) {
-    // Every decode step is followed by one pass of the bandwidth probe, so the share of the bound
-    // compares two numbers taken over the same seconds of a shared host, where the read
-    // bandwidth moves by tens of percent from minute to minute. Both are total bytes over total
-    // time.
-    ReadBandwidthProbe probe(pool);
-    if (probe.bytes() == 0)
-      return fail("cannot allocate the bandwidth probe's 1 GiB", kExitFailure);
+    // On the CPU every decode step is followed by one pass of the bandwidth probe, so the share
+    // of the bound compares two numbers taken over the same seconds of a shared host, where the
+    // read bandwidth moves by tens of percent from minute to minute. Both are total bytes over
+    // total time. A CUDA backend's bound was measured once, before the backend was made: a
+    // GPU's memory does not move with the host's load (the emulated device's is host RAM, and as
+    // noisy as the CPU's bound).
+    std::optional<ReadBandwidthProbe> probe;
+    if (!device_bound) {
+      probe.emplace(pool);
+      if (probe->bytes() == 0)
+        return fail("cannot allocate the bandwidth probe's 1 GiB", kExitFailure);
+    }
     const double bytes_per_token = static_cast<double>(decode_bytes_per_token(*weights));
     std::vector<double> rates, bandwidths, shares;
     for (long long r = 0; r < *repetitions; ++r) {
@@ -217,20 +261,29 @@ int command_bench(std::span<char* const> args) {
         if (Status ran = runner->append({&token, 1}); !ran.ok())
           return fail(ran.message(), kExitFailure);
         decode_seconds += seconds_since(start);
-        probe_seconds += probe.read_once();
+        if (probe) probe_seconds += probe->read_once();
       }
       rates.push_back(static_cast<double>(*n_gen) / decode_seconds);
-      bandwidths.push_back(static_cast<double>(*n_gen) * static_cast<double>(probe.bytes()) /
-                           probe_seconds);
+      bandwidths.push_back(device_bound ? device_bound->bytes_per_second
+                                        : static_cast<double>(*n_gen) *
+                                              static_cast<double>(probe->bytes()) / probe_seconds);
       shares.push_back(rates.back() * bytes_per_token / bandwidths.back());
     }
     row(fmt::format("tg{}", *n_gen), stats_of(rates));
 
-    fmt::print(
-        "\ndecode reads {:.1f} MiB of weights per token; each decode step was followed by a read "
-        "of 1 GiB with {} threads (measured bandwidth):\n\n",
-        bytes_per_token / (1 << 20), *threads);
-    fmt::print("| run | tokens/s | achieved GB/s | measured GB/s | share of the bound |\n");
+    if (device_bound) {
+      fmt::print(
+          "\ndecode reads {:.1f} MiB of weights per token; the bound is the memory bandwidth of "
+          "{} measured above:\n\n",
+          bytes_per_token / (1 << 20), device_bound->device);
+    } else {
+      fmt::print(
+          "\ndecode reads {:.1f} MiB of weights per token; each decode step was followed by a "
+          "read of 1 GiB of host RAM with {} threads (measured bandwidth):\n\n",
+          bytes_per_token / (1 << 20), *threads);
+    }
+    fmt::print("| run | tokens/s | achieved GB/s | {} GB/s | share of the bound |\n",
+               device_bound ? "device" : "measured");
     fmt::print("| ---: | ---: | ---: | ---: | ---: |\n");
     for (std::size_t r = 0; r < rates.size(); ++r) {
       fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", r + 1, rates[r],
