@@ -11,6 +11,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/kv_store.h"
+#include "kernels/cuda/logit_row_sums.h"
 #include "kernels/cuda/logits_select.h"
 #include "kernels/cuda/paged_attention.h"
 #include "kernels/cuda/quantize_q8_1.h"
@@ -72,6 +73,8 @@ DeviceKernels make_table() {
   table.argmax = TERN_NEUTRAL(launch_argmax);
   table.top_k = TERN_NEUTRAL(launch_top_k);
   table.copy_blocks = TERN_NEUTRAL(launch_copy_blocks);
+  table.logit_row_sums = TERN_NEUTRAL(launch_logit_row_sums);
+  table.logit_row_sums_relative_error = &logit_row_sums_relative_error;
   return table;
 }
 

@@ -59,6 +59,10 @@ struct DeviceKernels {
   int (*copy_blocks)(void* const* k_pools, void* const* v_pools, int layers,
                      std::size_t block_bytes, int blocks_per_pool, const BlockCopy* pairs,
                      int count, void* stream);
+  int (*logit_row_sums)(const float* logits, int rows, int vocab, const float* inverse_temperature,
+                        float* log_sum_exp, double* scaled_mass, void* stream);
+  // A property of the build's expf, so it comes with the build's table.
+  double (*logit_row_sums_relative_error)(int vocab);
 };
 
 // nvcc's kernels, defined only in a build with CUDA (tern_kernels_cuda).

@@ -21,6 +21,7 @@
   X(gather_rows)                  \
   X(gemm)                         \
   X(gemv)                         \
+  X(logit_row_sums)               \
   X(logits_select)                \
   X(paged_attention)              \
   X(quantize_q8_1)                \

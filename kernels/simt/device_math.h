@@ -232,6 +232,14 @@ inline float __frcp_rn(float x) {
 inline float __fmaf_rn(float a, float b, float c) {
   return std::fma(a, b, c);
 }
+// One rounding each, never fused into an FMA (nvcc's guarantee for these intrinsics). The host
+// build targets x86-64 without -mfma, so a plain product or difference is never contracted.
+inline float __fmul_rn(float a, float b) {
+  return a * b;
+}
+inline float __fsub_rn(float a, float b) {
+  return a - b;
+}
 inline float rsqrtf(float x) {
   return 1.0f / std::sqrt(x);
 }
