@@ -2,16 +2,23 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <simdjson.h>
 
+#include "tests/integration/model/reference_data.h"
+#include "tests/support/cuda_test_backend.h"
 #include "tests/support/shared_data.h"
 
 namespace {
@@ -566,11 +573,124 @@ TEST_F(CliConfigFile, ServeRefusesCudaEmulatedOnSeveralDevicesAtStartupAndCheckW
       << checked.output;
 }
 
-// The CUDA backend on the emulated device gives the reference's greedy ids, as the CPU does
+// Where `backend` is cuda and cannot run here (no GPU, or no CUDA in the build): tern's reason,
+// from a one-token run of `model`. Empty where it runs; cuda-emulated always does.
+std::string why_the_backend_cannot_run(const std::string& backend,
+                                       const std::filesystem::path& model) {
+  if (backend != "cuda") return {};
+  const CommandResult probe = run(fmt::format(
+      "generate --model '{}' --prompt-ids 1 -n 1 --temp 0 --backend cuda", model.string()));
+  return probe.exit_code != 0 && names_why_cuda_cannot_run(probe.output) ? probe.output : "";
+}
+
+// Skips the test unless the CUDA-path tests' backend (tests/support/cuda_test_backend.h) runs
+// `model` here; declares `backend`, its name.
+#define TERN_REQUIRE_CUDA_TEST_BACKEND_FOR(backend, model)                              \
+  TERN_CUDA_TEST_BACKEND(backend);                                                      \
+  if (const std::string why = why_the_backend_cannot_run(backend, model); !why.empty()) \
+  GTEST_SKIP() << ::tern::testing::kCudaTestBackendVariable << "=" << backend           \
+               << ", but tern cannot run it here: " << why
+
+// The CUDA backend (on the emulated device unless TERN_TEST_CUDA_BACKEND=cuda) gives the
+// reference's greedy ids for one prompt through `generate --prompt-ids`, as the CPU does
 // (Cli.GenerateGreedyIdsEqualTheReference): every kernel of a forward pass, prefill and decode.
 TEST(Cli, GenerateOnCudaEmulatedEqualsTheReference) {
-  expect_generate_gives_the_reference_ids("--backend cuda-emulated");
+  TERN_REQUIRE_SHARED(model, "models/tinystories-656k-f32.gguf");
+  TERN_REQUIRE_CUDA_TEST_BACKEND_FOR(backend, model);
+  expect_generate_gives_the_reference_ids("--backend " + backend);
 }
+
+struct CudaReferenceCase {
+  const char* model;
+  const char* reference;
+  bool quantized;  // QuantizedAgreement's rules; else exact up to the first near tie
+};
+
+void PrintTo(const CudaReferenceCase& c, std::ostream* out) {
+  *out << c.model;
+}
+
+class CliCudaReference : public ::testing::TestWithParam<CudaReferenceCase> {};
+
+// The CPU's reference criteria (tests/integration/model/model_reference_test.cpp) on the CUDA
+// path, all 8 prompts through one engine (`--prompts-file`, 8 in flight: on the emulator a step
+// costs about the same for 1 row as for 8). The CLI gives ids, not logits, so the CPU tests'
+// bounds on the last prompt position's top-10 logits are not checked here.
+TEST_P(CliCudaReference, GenerateMeetsTheCpuReferenceCriteria) {
+  const CudaReferenceCase& c = GetParam();
+  TERN_REQUIRE_SHARED(model, c.model);
+  TERN_REQUIRE_SHARED(reference_path, c.reference);
+  TERN_REQUIRE_CUDA_TEST_BACKEND_FOR(backend, model);
+  const auto references = tern::testing::read_greedy_references(reference_path);
+  ASSERT_EQ(references.size(), 8u);
+  const std::filesystem::path prompts = std::filesystem::temp_directory_path() /
+                                        fmt::format("tern-cuda-reference-{}.jsonl", ::getpid());
+  {
+    std::ofstream out(prompts);
+    for (const auto& reference : references) {
+      out << fmt::format("{{\"prompt_ids\": [{}], \"max_tokens\": {}}}\n",
+                         fmt::join(reference.prompt_ids, ", "), reference.greedy_ids.size());
+    }
+  }
+  const CommandResult result =
+      run(fmt::format("generate --model '{}' --prompts-file '{}' --parallel 8 --temp 0 "
+                      "--backend {}",
+                      model.string(), prompts.string(), backend),
+          true);
+  std::filesystem::remove(prompts);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  std::vector<std::vector<std::int32_t>> outputs;
+  simdjson::dom::parser parser;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    simdjson::dom::array ids;
+    ASSERT_EQ(parser.parse(line)["output_ids"].get(ids), simdjson::SUCCESS) << line;
+    outputs.emplace_back();
+    for (std::int64_t id : ids) outputs.back().push_back(static_cast<std::int32_t>(id));
+  }
+  ASSERT_EQ(outputs.size(), references.size()) << result.output;
+
+  tern::testing::QuantizedAgreement agreement;
+  for (std::size_t p = 0; p < references.size(); ++p) {
+    const tern::testing::GreedyReference& reference = references[p];
+    const std::vector<std::int32_t>& ids = outputs[p];
+    agreement.add(reference, ids.empty() ? -1 : ids.front(), ids);
+    if (c.quantized) continue;
+    const std::size_t steps = tern::testing::steps_to_compare(reference);
+    ASSERT_GE(ids.size(), steps) << "prompt " << p;
+    for (std::size_t i = 0; i < steps; ++i) {
+      ASSERT_EQ(ids[i], reference.greedy_ids[i]) << "prompt " << p << " step " << i;
+    }
+  }
+  if (c.quantized) {
+    EXPECT_GE(agreement.top1_matches, tern::testing::QuantizedAgreement::kMinTop1Matches);
+    EXPECT_GE(agreement.first8_matches, tern::testing::QuantizedAgreement::kMinFirst8Matches);
+  }
+  std::printf("%s on %s: top-1 %d/8, first 8 ids %d/8\n", c.model, backend.c_str(),
+              agreement.top1_matches, agreement.first8_matches);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SharedModels, CliCudaReference,
+    ::testing::Values(CudaReferenceCase{"models/tinystories-656k-f32.gguf",
+                                        "reference/tinystories-656k.greedy.jsonl", false},
+                      CudaReferenceCase{"models/tinystories-656k",
+                                        "reference/tinystories-656k.greedy.jsonl", false},
+                      CudaReferenceCase{"models/random-qwen2-tiny",
+                                        "reference/random-qwen2-tiny.greedy.jsonl", false},
+                      CudaReferenceCase{"models/random-qwen3-tiny",
+                                        "reference/random-qwen3-tiny.greedy.jsonl", false},
+                      CudaReferenceCase{"models/tinystories-656k-q8_0.gguf",
+                                        "reference/tinystories-656k-q8_0.gguf.greedy.jsonl", true},
+                      CudaReferenceCase{"models/tinystories-656k-q4_0.gguf",
+                                        "reference/tinystories-656k-q4_0.gguf.greedy.jsonl", true}),
+    [](const ::testing::TestParamInfo<CudaReferenceCase>& param_info) {
+      std::string name = std::string(param_info.param.model).substr(std::strlen("models/"));
+      std::replace_if(
+          name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+      return name;
+    });
 
 TEST_F(CliConfigFile, CudaConfigErrorsExitTwoNamingTheKey) {
   const std::string cases[][2] = {

@@ -8,6 +8,7 @@
 
 #include "tests/integration/engine/engine_harness.h"
 #include "tests/integration/model/reference_data.h"
+#include "tests/support/cuda_test_backend_kind.h"
 #include "tests/support/shared_data.h"
 
 namespace tern::engine::testing {
@@ -23,7 +24,7 @@ struct Config {
 
 struct Case {
   const char* name;
-  BackendKind kind;
+  BackendKind kind;  // for the CUDA path, the backend TERN_TEST_CUDA_BACKEND names runs it
   const char* model;
   std::int32_t max_tokens;      // the most of any prompt; others stop earlier
   std::size_t long_prompt_min;  // the long prompts: chunked prefill
@@ -120,9 +121,14 @@ class EngineBatchInvarianceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EngineBatchInvarianceTest, BatchedOutputsEqualSoloRunsAndTheReference) {
   const Case& c = GetParam();
+  BackendKind kind = c.kind;
+  if (is_cuda(c.kind)) {
+    TERN_REQUIRE_CUDA_TEST_BACKEND(cuda_kind);
+    kind = cuda_kind;
+  }
   TERN_REQUIRE_SHARED(model_path, c.model);
   TERN_REQUIRE_SHARED(reference_path, "reference/tinystories-656k.greedy.jsonl");
-  auto factory = TinyEngineFactory::load(model_path.string(), c.kind);
+  auto factory = TinyEngineFactory::load(model_path.string(), kind);
   ASSERT_TRUE(factory);
   const auto references = ::tern::testing::read_greedy_references(reference_path);
   ASSERT_EQ(references.size(), 8u);
@@ -205,7 +211,8 @@ Case cpu_case(const char* name, const char* model) {
 // The emulator runs TinyStories at tens of tokens per second, prompt and generated alike: 12
 // tokens at most, long prompts of 33..48 tokens chunked by a 32-token step budget, and 8 blocks
 // of 16 tokens for preemption (the longest sequence, 61 tokens, needs 4; a 96-token context
-// lets the engine take a cache that small).
+// lets the engine take a cache that small). TERN_TEST_CUDA_BACKEND=cuda runs the same case on a
+// GPU.
 Case cuda_emulated_case() {
   return {"CudaEmulatedF32Gguf",
           BackendKind::cuda_emulated,

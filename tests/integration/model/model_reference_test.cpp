@@ -15,7 +15,6 @@
 namespace tern::engine {
 namespace {
 
-constexpr double kNearTieMargin = 0.002;
 constexpr std::int32_t kEos = 2;
 
 struct ModelRun {
@@ -50,15 +49,6 @@ ModelRun run_greedy(const ModelWeights& weights, const testing::GreedyReference&
   return run;
 }
 
-// Steps that must match: all of them up to the first near tie in the reference.
-std::size_t steps_to_compare(const testing::GreedyReference& reference) {
-  std::size_t steps = reference.greedy_ids.size();
-  for (std::size_t i = 0; i < reference.greedy_margins.size() && i < steps; ++i) {
-    if (reference.greedy_margins[i] < kNearTieMargin) return i + 1;
-  }
-  return steps;
-}
-
 struct ExactCase {
   const char* model;
   const char* reference;
@@ -84,7 +74,7 @@ TEST_P(ExactModelTest, GreedyIdsAndTopLogitsMatchReference) {
                   GetParam().logit_tolerance)
           << "prompt " << p << " token " << id;
     }
-    const std::size_t steps = steps_to_compare(reference);
+    const std::size_t steps = testing::steps_to_compare(reference);
     ASSERT_GE(run.greedy_ids.size(), steps) << "prompt " << p;
     for (std::size_t i = 0; i < steps; ++i) {
       ASSERT_EQ(run.greedy_ids[i], reference.greedy_ids[i]) << "prompt " << p << " step " << i;
@@ -121,30 +111,25 @@ TEST_P(QuantizedModelTest, CloseToDequantizedReference) {
   kernels::ThreadPool pool(2);
   const auto references = testing::read_greedy_references(reference_path);
   ASSERT_EQ(references.size(), 8u);
-  int top1_matches = 0, first8_matches = 0;
+  testing::QuantizedAgreement agreement;
   double worst_logit_error = 0;
   for (const testing::GreedyReference& reference : references) {
     const ModelRun run = run_greedy(*weights, reference, pool);
     ASSERT_FALSE(run.last_prompt_logits.empty());
-    top1_matches += argmax(run.last_prompt_logits) == reference.last_top10.front().first;
+    agreement.add(reference, argmax(run.last_prompt_logits), run.greedy_ids);
     for (const auto& [id, logit] : reference.last_top10) {
       worst_logit_error =
           std::max(worst_logit_error,
                    std::abs(run.last_prompt_logits[static_cast<std::size_t>(id)] - logit));
     }
-    const std::size_t first = std::min<std::size_t>(8, reference.greedy_ids.size());
-    first8_matches += run.greedy_ids.size() >= first &&
-                      std::equal(reference.greedy_ids.begin(),
-                                 reference.greedy_ids.begin() + static_cast<std::ptrdiff_t>(first),
-                                 run.greedy_ids.begin());
   }
-  EXPECT_GE(top1_matches, 7);
+  EXPECT_GE(agreement.top1_matches, testing::QuantizedAgreement::kMinTop1Matches);
   EXPECT_LE(worst_logit_error, 0.5);
-  EXPECT_GE(first8_matches, 6);
-  RecordProperty("top1_matches", top1_matches);
-  RecordProperty("first8_matches", first8_matches);
+  EXPECT_GE(agreement.first8_matches, testing::QuantizedAgreement::kMinFirst8Matches);
+  RecordProperty("top1_matches", agreement.top1_matches);
+  RecordProperty("first8_matches", agreement.first8_matches);
   std::printf("%s: top-1 %d/8, first 8 ids %d/8, worst top-10 logit error %.4f\n", type.c_str(),
-              top1_matches, first8_matches, worst_logit_error);
+              agreement.top1_matches, agreement.first8_matches, worst_logit_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, QuantizedModelTest, ::testing::Values("q8_0", "q4_0"));

@@ -18,6 +18,7 @@
 #include "engine/backend/cuda/emulated_device_runtime.h"
 #include "engine/model/model_weights.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/support/cuda_test_backend_kind.h"
 #include "tests/support/shared_data.h"
 
 namespace tern::engine {
@@ -131,15 +132,16 @@ class CudaBackendLogits : public ::testing::TestWithParam<const char*> {};
 constexpr float kTolerance = 1e-3f;
 
 TEST_P(CudaBackendLogits, EqualTheCpuBackendOnTheSamePlans) {
+  TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
   TERN_REQUIRE_SHARED(model_path, GetParam());
   auto weights = load_model(model_path.string());
   ASSERT_TRUE(weights.ok()) << weights.error().message;
   kernels::ThreadPool pool(1);
   auto cpu = create_backend(spec_of(BackendKind::cpu), *weights, pool);
   ASSERT_TRUE(cpu.ok()) << cpu.error().message;
-  auto cuda = create_backend(spec_of(BackendKind::cuda_emulated), *weights, pool);
+  auto cuda = create_backend(spec_of(kind), *weights, pool);
   ASSERT_TRUE(cuda.ok()) << cuda.error().message;
-  EXPECT_EQ((*cuda)->name(), "cuda-emulated");
+  EXPECT_EQ((*cuda)->name(), kind_name);
   EXPECT_EQ((*cuda)->vocab_size(), (*cpu)->vocab_size());
   EXPECT_EQ((*cuda)->kv_block_bytes(KvCacheType::f16, kBlockSize),
             (*cpu)->kv_block_bytes(KvCacheType::f16, kBlockSize));
@@ -161,11 +163,10 @@ TEST_P(CudaBackendLogits, EqualTheCpuBackendOnTheSamePlans) {
       ASSERT_LE(difference, kTolerance) << "step " << step << " logit " << i;
     }
   }
-  std::printf(
-      "%s: max |cuda-emulated - cpu| = %.3g over logits up to %.3g; cpu %.3f s, "
-      "cuda-emulated %.3f s\n",
-      GetParam(), static_cast<double>(max_difference), static_cast<double>(max_magnitude),
-      expected.seconds, actual.seconds);
+  std::printf("%s: max |%s - cpu| = %.3g over logits up to %.3g; cpu %.3f s, %s %.3f s\n",
+              GetParam(), kind_name.c_str(), static_cast<double>(max_difference),
+              static_cast<double>(max_magnitude), expected.seconds, kind_name.c_str(),
+              actual.seconds);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, CudaBackendLogits,

@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/cudart_device_runtime.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/emulated_device_runtime.h"
 #include "engine/model/model_weights.h"
+#include "tests/support/cuda_test_backend_kind.h"
 #include "tests/support/shared_data.h"
 
 namespace tern::engine {
@@ -126,20 +128,32 @@ void expect_bit_identical(const std::vector<std::vector<float>>& graphs,
 class CudaGraphs : public ::testing::Test {
  protected:
   void SetUp() override {
+    TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
+    kind_ = kind;
     TERN_REQUIRE_SHARED(model_path, "models/tinystories-656k-f32.gguf");
     auto weights = load_model(model_path.string());
     ASSERT_TRUE(weights.ok()) << weights.error().message;
     weights_.emplace(std::move(*weights));
   }
 
+  // Device 0 of the machine TERN_TEST_CUDA_BACKEND names: the emulated one, or the GPU.
+  std::unique_ptr<cuda::DeviceRuntime> runtime() {
+    if (kind_ != BackendKind::cuda) return cuda::make_emulated_device_runtime({});
+    auto made = cuda::make_cuda_device_runtime(0);
+    EXPECT_TRUE(made.ok()) << made.error().message;
+    return made ? std::move(*made) : nullptr;
+  }
+
   std::unique_ptr<cuda::CudaBackend> backend(bool cuda_graphs) {
-    auto created =
-        cuda::CudaBackend::create(cuda::make_emulated_device_runtime(EmulatedDeviceOptions{}), 0,
-                                  *weights_, options(), CudaOptions{.cuda_graphs = cuda_graphs});
+    auto device = runtime();
+    if (!device) return nullptr;
+    auto created = cuda::CudaBackend::create(std::move(device), 0, *weights_, options(),
+                                             CudaOptions{.cuda_graphs = cuda_graphs});
     EXPECT_TRUE(created.ok()) << created.error().message;
     return created ? std::move(*created) : nullptr;
   }
 
+  BackendKind kind_ = BackendKind::cuda_emulated;
   std::optional<ModelWeights> weights_;
 };
 
