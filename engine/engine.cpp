@@ -154,6 +154,7 @@ struct Engine::State {
     std::int32_t token;  // chosen already (only its logprobs need the row), or -1
   };
   std::int32_t candidate_count = 0;
+  std::uint64_t kv_cache_bytes = 0;  // set once at create()
   std::vector<LogitRowRequest> row_requests;
   std::vector<float> candidate_values;
   std::vector<std::int32_t> candidate_ids;
@@ -658,6 +659,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
     return Error{"engine: max_num_seqs and max_num_batched_tokens must be > 0"};
   }
   auto state = std::make_unique<State>(backend, tokenizer, options, num_blocks, scheduler);
+  state->kv_cache_bytes = static_cast<std::uint64_t>(num_blocks) * block_bytes;
   State* raw = state.get();
   state->thread = std::thread([raw] {
     name_this_thread("tern-engine");
@@ -767,6 +769,7 @@ EngineStats Engine::stats() const {
   stats.sample_seconds = seconds(c.sample_ns);
   stats.detokenize_seconds = seconds(c.detokenize_ns);
   stats.kv_blocks = state_->kv_cache.num_blocks();
+  stats.kv_cache_bytes = state_->kv_cache_bytes;
   stats.kv_free_blocks = c.kv_free_blocks.load(std::memory_order_relaxed);
   stats.prefix_hit_rate = c.prefix_hit_rate.load(std::memory_order_relaxed);
   stats.logit_rows_from_candidates = c.candidate_rows.load(std::memory_order_relaxed);

@@ -53,7 +53,8 @@ struct EngineStats {
   double sample_seconds = 0;
   double detokenize_seconds = 0;  // includes stop checks and pushing events
   std::int32_t kv_blocks = 0;
-  std::int32_t kv_free_blocks = 0;  // including cached blocks nobody references
+  std::uint64_t kv_cache_bytes = 0;  // the blocks' bytes in every layer
+  std::int32_t kv_free_blocks = 0;   // including cached blocks nobody references
   double prefix_hit_rate = 0;
   // Samples drawn from a device's candidates, from rows that came back whole, and rows fetched
   // whole after their candidates did not decide (Backend::logit_candidate_count()).

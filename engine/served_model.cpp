@@ -25,15 +25,23 @@ std::string describe(const ModelSpec& spec, std::string_view reason) {
   return fmt::format("model '{}' ({}): {}", spec.name, spec.path, reason);
 }
 
-// The KV budget: the operator's bytes, but no more than every sequence at full context needs,
-// so a small model does not reserve a gigabyte it can never use.
-std::uint64_t kv_budget(const ModelSpec& spec, const Backend& backend, std::int32_t context) {
+constexpr std::uint64_t kDefaultHostKvBytes = 1ull << 30;
+
+// The KV budget. An explicit kv_cache_bytes wins; otherwise a device backend gives what its
+// gpu_memory_utilization leaves (as vLLM sizes it: the rest goes to the prefix cache), and in
+// host memory 1 GiB. Explicit or host bytes are capped at what every sequence at full context
+// needs, so that a small model does not reserve a gigabyte it can never use.
+Expected<std::uint64_t> kv_budget(const ModelSpec& spec, Backend& backend, std::int32_t context) {
   const std::uint64_t block_bytes = backend.kv_block_bytes(spec.kv_cache_type, spec.block_size);
   const auto blocks_per_sequence =
       static_cast<std::uint64_t>((context + spec.block_size - 1) / spec.block_size);
   const std::uint64_t full =
       block_bytes * blocks_per_sequence * static_cast<std::uint64_t>(spec.max_num_seqs);
-  return std::min(spec.kv_cache_bytes, full);
+  if (spec.kv_cache_bytes) return std::min(*spec.kv_cache_bytes, full);
+  auto device = backend.device_kv_budget(spec.kv_cache_type, spec.block_size);
+  if (!device) return device.error();
+  if (*device) return **device;
+  return std::min(kDefaultHostKvBytes, full);
 }
 
 }  // namespace
@@ -97,7 +105,9 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   options.eos_token_ids.assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
   options.kv_cache_type = spec.kv_cache_type;
   options.block_size = spec.block_size;
-  options.kv_cache_bytes = kv_budget(spec, *served->backend, served->context_length);
+  auto kv_bytes = kv_budget(spec, *served->backend, served->context_length);
+  if (!kv_bytes) return Error{describe(spec, kv_bytes.error().message)};
+  options.kv_cache_bytes = *kv_bytes;
   options.enable_prefix_caching = spec.enable_prefix_caching;
   options.thread_nice = pool.worker_nice();  // it joins the pool's loops
   options.scheduler.max_num_seqs = spec.max_num_seqs;

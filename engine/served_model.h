@@ -56,7 +56,8 @@ struct ModelSpec {
   int max_waiting_sequences = 1024;  // prompts x n of every request not yet scheduled
   int max_sequences_per_request = 256;
   double max_waiting_share_per_client = 0.5;
-  std::uint64_t kv_cache_bytes = 1ull << 30;
+  // Unset: the backend's device budget (Backend::device_kv_budget), or 1 GiB in host memory.
+  std::optional<std::uint64_t> kv_cache_bytes;
   int block_size = 16;
   KvCacheType kv_cache_type = KvCacheType::f16;
   bool enable_prefix_caching = true;

@@ -489,7 +489,7 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       }
     } else if (key == "kv_cache_bytes") {
       model.kv_cache_bytes = r.bytes(value, path);
-      if (model.kv_cache_bytes == 0) r.fail(value, path, "must be > 0");
+      if (*model.kv_cache_bytes == 0) r.fail(value, path, "must be > 0");
     } else if (key == "block_size") {
       positive(model.block_size);
       if ((model.block_size & (model.block_size - 1)) != 0 || model.block_size > 256) {
@@ -663,7 +663,7 @@ std::string dump_config(const Config& config) {
     out << YAML::Key << "max_sequences_per_request" << YAML::Value << m.max_sequences_per_request;
     out << YAML::Key << "max_waiting_share_per_client" << YAML::Value
         << m.max_waiting_share_per_client;
-    out << YAML::Key << "kv_cache_bytes" << YAML::Value << m.kv_cache_bytes;
+    if (m.kv_cache_bytes) out << YAML::Key << "kv_cache_bytes" << YAML::Value << *m.kv_cache_bytes;
     out << YAML::Key << "block_size" << YAML::Value << m.block_size;
     out << YAML::Key << "kv_cache_dtype" << YAML::Value << m.kv_cache_dtype;
     out << YAML::Key << "enable_prefix_caching" << YAML::Value << m.enable_prefix_caching;

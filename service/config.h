@@ -81,7 +81,8 @@ struct ModelConfig {
   int max_waiting_sequences = 1024;
   int max_sequences_per_request = 256;        // prompts x n of one request; more is a 400
   double max_waiting_share_per_client = 0.5;  // of max_waiting_sequences, per API key or address
-  std::uint64_t kv_cache_bytes = 1ull << 30;
+  // Unset: 1 GiB on the CPU; on CUDA what gpu_memory_utilization leaves of the device.
+  std::optional<std::uint64_t> kv_cache_bytes;
   int block_size = 16;
   std::string kv_cache_dtype = "f16";  // f16 | bf16 | f32
   bool enable_prefix_caching = true;

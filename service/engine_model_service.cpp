@@ -85,6 +85,17 @@ std::vector<ModelStats> EngineModelService::stats() const {
                                        static_cast<double>(engine_stats.kv_blocks);
     }
     entry.prefix_cache_hit_rate = engine_stats.prefix_hit_rate;
+    entry.kv_cache_bytes = engine_stats.kv_cache_bytes;
+    entry.tokens_sampled_from_candidates = engine_stats.logit_rows_from_candidates;
+    entry.tokens_sampled_from_whole_rows = engine_stats.logit_rows_whole;
+    entry.logit_rows_fetched = engine_stats.logit_rows_fetched;
+    if (const auto memory = model->backend->device_memory(); memory) {
+      entry.device_memory_total_bytes = memory->device_total;
+      entry.device_memory_bytes = {{"weights", memory->weights},
+                                   {"activations", memory->activations},
+                                   {"graphs", memory->graphs},
+                                   {"kv_cache", memory->kv_cache}};
+    }
     stats.push_back(std::move(entry));
   }
   return stats;

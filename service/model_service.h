@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "service/generation.h"
@@ -33,6 +34,16 @@ struct ModelStats {
   int waiting_requests = 0;
   double kv_cache_usage = 0;         // 0..1
   double prefix_cache_hit_rate = 0;  // 0..1, over the model's lifetime
+  std::uint64_t kv_cache_bytes = 0;
+  // Tokens sampled from a device's top candidates and from whole logits rows, and rows fetched
+  // whole after their candidates could not decide (device-side sampling, docs/gpu.md).
+  std::int64_t tokens_sampled_from_candidates = 0;
+  std::int64_t tokens_sampled_from_whole_rows = 0;
+  std::int64_t logit_rows_fetched = 0;
+  // A device backend's memory by use ("weights", "activations", "graphs", "kv_cache") and the
+  // device's total; empty on the CPU.
+  std::vector<std::pair<std::string, std::uint64_t>> device_memory_bytes;
+  std::uint64_t device_memory_total_bytes = 0;
 };
 
 // A configured model that is not serving: still loading, or failed to load (see the log).

@@ -11,6 +11,12 @@ const std::vector<double> kLatencyBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.0
 const std::vector<double> kTokenBuckets = {1,    8,    16,   32,   64,    128,   256,   512,
                                            1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
 
+// A counter that mirrors a total kept elsewhere (the engine's): it moves up to it.
+void advance_to(Counter& counter, std::int64_t total) {
+  const double behind = static_cast<double>(total) - counter.value();
+  if (behind > 0) counter.increment(behind);
+}
+
 }  // namespace
 
 ServiceMetrics::ServiceMetrics()
@@ -45,6 +51,23 @@ ServiceMetrics::ServiceMetrics()
       load_failed_(registry_.gauge("tern_model_load_failed",
                                    "1 for a configured model that failed to load, else 0.",
                                    {"model"})),
+      kv_cache_bytes_(registry_.gauge(
+          "tern_kv_cache_bytes", "Memory of the paged KV cache, all layers, in bytes.", {"model"})),
+      sampled_tokens_(registry_.counter(
+          "tern_sampled_tokens_total",
+          "Tokens sampled, by where from: device_candidates (the device's top candidates of the "
+          "row) or whole_row (the full logits row on the host).",
+          {"model", "path"})),
+      logit_rows_fetched_(registry_.counter(
+          "tern_logit_rows_fetched_total",
+          "Logits rows fetched whole after their device candidates could not decide.", {"model"})),
+      device_memory_(registry_.gauge(
+          "tern_device_memory_bytes",
+          "Device memory a CUDA model holds, by use (weights, activations, graphs, kv_cache).",
+          {"model", "use"})),
+      device_memory_total_(registry_.gauge("tern_device_memory_total_bytes",
+                                           "Total memory of the device a CUDA model runs on.",
+                                           {"model"})),
       open_connections_(
           registry_.gauge("tern_open_connections", "Open HTTP connections.").with({})),
       stream_buffered_bytes_(registry_
@@ -86,6 +109,19 @@ void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats,
     waiting_.with({model.model}).set(model.waiting_requests);
     kv_cache_usage_.with({model.model}).set(model.kv_cache_usage);
     prefix_cache_hit_rate_.with({model.model}).set(model.prefix_cache_hit_rate);
+    kv_cache_bytes_.with({model.model}).set(static_cast<double>(model.kv_cache_bytes));
+    advance_to(sampled_tokens_.with({model.model, "device_candidates"}),
+               model.tokens_sampled_from_candidates);
+    advance_to(sampled_tokens_.with({model.model, "whole_row"}),
+               model.tokens_sampled_from_whole_rows);
+    advance_to(logit_rows_fetched_.with({model.model}), model.logit_rows_fetched);
+    if (!model.device_memory_bytes.empty()) {
+      device_memory_total_.with({model.model})
+          .set(static_cast<double>(model.device_memory_total_bytes));
+    }
+    for (const auto& [use, bytes] : model.device_memory_bytes) {
+      device_memory_.with({model.model, use}).set(static_cast<double>(bytes));
+    }
   }
 }
 

@@ -58,6 +58,11 @@ class ServiceMetrics {
   Family<Gauge>& kv_cache_usage_;
   Family<Gauge>& prefix_cache_hit_rate_;
   Family<Gauge>& load_failed_;
+  Family<Gauge>& kv_cache_bytes_;
+  Family<Counter>& sampled_tokens_;
+  Family<Counter>& logit_rows_fetched_;
+  Family<Gauge>& device_memory_;
+  Family<Gauge>& device_memory_total_;
   Gauge& open_connections_;
   Gauge& stream_buffered_bytes_;
   Gauge& stream_buffer_peak_bytes_;

@@ -4,6 +4,11 @@
 
 namespace tern::engine {
 
+Expected<std::optional<std::uint64_t>> Backend::device_kv_budget(KvCacheType /*type*/,
+                                                                 std::int32_t /*block_size*/) {
+  return std::optional<std::uint64_t>{};
+}
+
 // A backend without device-side candidates returns every row whole.
 Status Backend::forward_with_candidates(const BatchPlan& plan,
                                         std::span<const LogitRowRequest> /*rows*/,

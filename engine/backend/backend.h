@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -29,6 +30,15 @@ struct LogitCandidateRows {
   std::span<float> log_sum_exp;           // [row]
   std::span<double> scaled_mass;          // [row]: NaN where no inverse temperature was asked
   double scaled_mass_relative_error = 0;  // the backend's bound, set by forward_with_candidates()
+};
+
+// What a device backend holds in its device's memory, by use, in bytes.
+struct DeviceMemoryUsage {
+  std::uint64_t device_total = 0;
+  std::uint64_t weights = 0;
+  std::uint64_t activations = 0;  // activation buffers, the plan, workspaces, sampling buffers
+  std::uint64_t graphs = 0;       // what capturing the decode graphs took
+  std::uint64_t kv_cache = 0;
 };
 
 struct KvCacheSpec {
@@ -62,6 +72,15 @@ class Backend {
   // Runs every layer over the plan's tokens, writing K/V at the plan's positions, and writes
   // one row of vocab_size() logits per sequence that wants them, in plan order.
   virtual Status forward(const BatchPlan& plan, std::span<float> logits) = 0;
+
+  // A backend whose KV pool lives in a device's memory sizes it from that memory: the bytes
+  // left of the share of the device it may use (gpu_memory_utilization) once weights,
+  // activations and the decode graphs are in, the graphs measured by capturing them against a
+  // minimal pool of this type. nullopt: host memory, where the engine's kv_cache_bytes decides.
+  virtual Expected<std::optional<std::uint64_t>> device_kv_budget(KvCacheType type,
+                                                                  std::int32_t block_size);
+  // nullopt for a backend in host memory.
+  virtual std::optional<DeviceMemoryUsage> device_memory() const { return std::nullopt; }
 
   // Device-side sampling. A backend whose logits live on a device can hand back, per row, its
   // best logits and the row-wide sums (engine/logit_candidates.h) instead of the whole row, so

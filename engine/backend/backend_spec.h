@@ -27,6 +27,9 @@ constexpr bool is_cuda(BackendKind kind) {
 struct CudaOptions {
   double gpu_memory_utilization = 0.9;  // in (0, 1]: the share of each device's memory to take
   bool cuda_graphs = true;              // replay decode steps as captured CUDA graphs
+  // Sample from the device's top candidates where they decide (not a config key: off only to
+  // compare against whole rows in tests).
+  bool sample_on_device = true;
 };
 
 inline constexpr int kMaxEmulatedDevices = 16;

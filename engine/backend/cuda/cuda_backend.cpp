@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/cuda_batch_ops.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_kv_cache.h"
+#include "engine/backend/cuda/device_logit_candidates.h"
 #include "engine/backend/cuda/device_model_weights.h"
 #include "engine/backend/cuda/device_plan.h"
 #include "engine/backend/layer_matrices.h"
@@ -17,6 +18,16 @@
 #include "engine/model/model_tables.h"
 
 namespace tern::engine::cuda {
+namespace {
+
+// For the startup log: MiB below a GiB, GiB above.
+std::string readable_bytes(std::uint64_t bytes) {
+  const auto value = static_cast<double>(bytes);
+  if (bytes < (1ull << 30)) return fmt::format("{:.1f} MiB", value / (1 << 20));
+  return fmt::format("{:.2f} GiB", value / (1 << 30));
+}
+
+}  // namespace
 
 // The model's graph over the CUDA op table. Members are destroyed in reverse order, so every
 // device allocation is freed before the runtime that made it.
@@ -28,16 +39,22 @@ struct CudaBackend::State {
   ModelGraph graph = nullptr;
   kernels::RopeLayout rope_layout = kernels::RopeLayout::neox;
   BackendOptions options;
+  CudaOptions cuda_options;
   bool cuda_graphs = true;
+  DeviceMemoryUsage memory;         // weights and activations from create(), the rest per pool
+  std::uint64_t free_at_start = 0;  // before the weights: what the runtime reported
   std::optional<DeviceModelWeights> weights;
   DeviceKvCache kv_cache;
   std::optional<CudaBatchOps> ops;
+  std::optional<DeviceLogitCandidates> logit_candidates;  // empty: sample_on_device off
+  int last_logit_rows = 0;         // of the last forward pass: fetch_logit_rows may read them
   std::optional<DevicePlan> plan;  // sized with the KV cache: its block tables need block_size
   DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
 
   ~State() {
     decode_graphs.clear();
     plan.reset();
+    logit_candidates.reset();
     ops.reset();
     kv_cache = DeviceKvCache();
     weights.reset();
@@ -67,6 +84,9 @@ struct CudaBackend::State {
     graph(spec, *ops);
     return ops->status();
   }
+
+  Status issue_forward(const BatchPlan& batch, std::size_t logits_size);
+  Status copy_row(int row, std::span<float> logits);
 
   // Runs the largest bucket (and a one-row GEMV step) eagerly over inert rows, so every kernel
   // is loaded before capture, then captures a graph per bucket.
@@ -109,6 +129,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   state->spec = GraphSpec::of(weights);
   state->graph = architecture->graph;
   state->options = options;
+  state->cuda_options = cuda_options;
   state->cuda_graphs = cuda_options.cuda_graphs;
   if (state->options.max_context <= 0) state->options.max_context = config.context_length;
   DeviceRuntime& rt = *state->runtime;
@@ -128,12 +149,23 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   if (!stream) return stream.error();
   state->stream = *stream;
 
+  // Each stage's share of the device, from the free memory the runtime reports around it.
+  auto free_bytes = [&rt]() -> std::uint64_t {
+    const auto info = rt.memory_info();
+    return info ? info->free_bytes : 0;
+  };
+  if (const auto info = rt.memory_info(); info) {
+    state->memory.device_total = info->total_bytes;
+    state->free_at_start = info->free_bytes;
+  }
   auto tables = ModelTables::build(weights);
   if (!tables) return tables.error();
   state->rope_layout = tables->rope_layout;
   auto uploaded = DeviceModelWeights::upload(rt, state->stream, weights, *tables);
   if (!uploaded) return uploaded.error();
   state->weights.emplace(std::move(*uploaded));
+  state->memory.weights = state->weights->bytes();
+  const std::uint64_t free_before_activations = free_bytes();
 
   const CudaBuffers buffers{state->options.max_batch_tokens, state->options.max_sequences,
                             state->options.max_context};
@@ -141,6 +173,12 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
                                   buffers, state->stream);
   if (!ops) return ops.error();
   state->ops.emplace(std::move(*ops));
+  if (cuda_options.sample_on_device) {
+    auto candidates = DeviceLogitCandidates::create(rt, state->options.max_sequences, shape.vocab);
+    if (!candidates) return candidates.error();
+    state->logit_candidates.emplace(std::move(*candidates));
+  }
+  state->memory.activations = free_before_activations - free_bytes();
   return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(state)));
 }
 
@@ -177,8 +215,11 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
                     name)};
   }
   if (Status selected = s.use_device(); !selected.ok()) return selected;
+  s.last_logit_rows = 0;  // the warm-up below writes the logits buffer
   s.decode_graphs.clear();
   s.plan.reset();
+  s.memory.kv_cache = 0;
+  s.memory.graphs = 0;
   const RankShape& shape = s.spec.shape;
   const kernels::KvCacheLayout layout{spec.type, spec.block_size, shape.n_kv_heads, shape.head_dim};
   if (Status allocated =
@@ -194,6 +235,8 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
     return plan.error();
   }
   s.plan.emplace(std::move(*plan));
+  s.memory.kv_cache = s.kv_cache.bytes();
+  const auto before_graphs = s.runtime->memory_info();
   if (s.cuda_graphs) {
     if (Status captured = s.capture_decode_graphs(); !captured.ok()) {
       // Eager steps give the same logits; a graph that cannot be captured costs only speed.
@@ -201,7 +244,66 @@ Status CudaBackend::allocate_kv_cache(const KvCacheSpec& spec) {
       spdlog::warn("{}: decode steps run without CUDA graphs: {}", name, captured.message());
     }
   }
+  if (const auto after_graphs = s.runtime->memory_info(); before_graphs && after_graphs) {
+    s.memory.graphs = before_graphs->free_bytes > after_graphs->free_bytes
+                          ? before_graphs->free_bytes - after_graphs->free_bytes
+                          : 0;
+  }
   return Status::success();
+}
+
+Expected<std::optional<std::uint64_t>> CudaBackend::device_kv_budget(KvCacheType type,
+                                                                     std::int32_t block_size) {
+  State& s = *state_;
+  const std::string_view name = s.runtime->name();
+  // The smallest pool, so that the graphs (and the plan sized with it) are measured as they
+  // will be with the real one.
+  if (Status probed = allocate_kv_cache({type, block_size, 1}); !probed.ok()) return probed.error();
+  const auto info = s.runtime->memory_info();
+  if (!info) return info.error();
+  const std::uint64_t probe_pool = s.memory.kv_cache;
+  // The plan is sized with the pool; it counts with the activations from here on.
+  const std::uint64_t in_use = s.free_at_start > info->free_bytes + probe_pool
+                                   ? s.free_at_start - info->free_bytes - probe_pool
+                                   : 0;
+  const double utilization = s.cuda_options.gpu_memory_utilization;
+  const auto allowed =
+      static_cast<std::uint64_t>(utilization * static_cast<double>(info->total_bytes));
+  // Each layer's K and V pool starts aligned: a few hundred bytes each beyond the blocks.
+  const std::uint64_t alignment_slack = (2 * static_cast<std::uint64_t>(s.spec.n_layers) + 1) * 256;
+  const std::uint64_t block_bytes = kv_block_bytes(type, block_size);
+  if (allowed < in_use + alignment_slack + block_bytes) {
+    return Error{fmt::format(
+        "{}: gpu_memory_utilization {} of device {}'s {} bytes is {} bytes, and the weights "
+        "({}), activations ({}) and decode graphs ({}) already take {}: no room for the KV "
+        "cache; raise gpu_memory_utilization, or lower max_num_seqs or max_num_batched_tokens",
+        name, utilization, s.device, info->total_bytes, allowed, s.memory.weights,
+        in_use - s.memory.weights - s.memory.graphs, s.memory.graphs, in_use)};
+  }
+  std::uint64_t budget = allowed - in_use - alignment_slack;
+  const std::uint64_t free_for_pool = info->free_bytes + probe_pool;
+  if (budget > free_for_pool) {
+    spdlog::warn(
+        "{}: device {} has {} bytes free, less than the {} bytes gpu_memory_utilization {} "
+        "leaves for the KV cache (another process holds memory): the KV cache takes what is free",
+        name, s.device, free_for_pool, budget, utilization);
+    budget = free_for_pool > alignment_slack ? free_for_pool - alignment_slack : 0;
+  }
+  spdlog::info(
+      "{}: device {}: {}; gpu_memory_utilization {} allows {}: weights {}, activations {}, "
+      "decode graphs {}, KV cache {} ({} blocks of {} tokens)",
+      name, s.device, readable_bytes(info->total_bytes), utilization, readable_bytes(allowed),
+      readable_bytes(s.memory.weights), readable_bytes(in_use - s.memory.weights - s.memory.graphs),
+      readable_bytes(s.memory.graphs), readable_bytes(budget),
+      budget / std::max<std::uint64_t>(block_bytes, 1), block_size);
+  return std::optional<std::uint64_t>(budget);
+}
+
+std::optional<DeviceMemoryUsage> CudaBackend::device_memory() const {
+  DeviceMemoryUsage usage = state_->memory;
+  // The plan and the pool are sized together; the plan counts with the activations.
+  if (state_->plan) usage.activations += state_->plan->bytes();
+  return usage;
 }
 
 int CudaBackend::decode_graph_count() const {
@@ -218,43 +320,103 @@ Status CudaBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
   return s.kv_cache.copy_blocks(*s.runtime, copies, s.stream);
 }
 
-Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
-  State& s = *state_;
-  const BatchPlanLimits limits{s.options.max_batch_tokens,     s.options.max_sequences,
-                               s.options.max_context,          s.spec.shape.vocab,
-                               s.kv_cache.layout().block_size, s.kv_cache.num_blocks()};
-  if (Status valid = validate_batch_plan(plan, limits, logits.size()); !valid.ok()) return valid;
-  if (!s.plan) return Error{"batch plan: forward() before allocate_kv_cache()"};
-  if (Status selected = s.use_device(); !selected.ok()) return selected;
+// Validates the plan and issues its forward pass: a decode graph's replay or eager launches.
+Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t logits_size) {
+  const BatchPlanLimits limits{options.max_batch_tokens,     options.max_sequences,
+                               options.max_context,          spec.shape.vocab,
+                               kv_cache.layout().block_size, kv_cache.num_blocks()};
+  if (Status valid = validate_batch_plan(batch, limits, logits_size); !valid.ok()) return valid;
+  if (!plan) return Error{"batch plan: forward() before allocate_kv_cache()"};
+  if (Status selected = use_device(); !selected.ok()) return selected;
+  last_logit_rows = 0;
   const bool decode_only = std::ranges::all_of(
-      plan.sequences, [](const SequenceChunk& c) { return c.token_count == 1; });
-  const int sequences = static_cast<int>(plan.sequences.size());
-  const int bucket = decode_only && sequences > 0 ? s.decode_graphs.bucket_for(sequences) : 0;
-  if (Status uploaded = s.plan->upload(plan, s.stream, bucket); !uploaded.ok()) return uploaded;
+      batch.sequences, [](const SequenceChunk& c) { return c.token_count == 1; });
+  const int sequences = static_cast<int>(batch.sequences.size());
+  const int bucket = decode_only && sequences > 0 ? decode_graphs.bucket_for(sequences) : 0;
+  if (Status uploaded = plan->upload(batch, stream, bucket); !uploaded.ok()) return uploaded;
   if (bucket > 0) {
     // The plan's copy above is issued on the same stream, so the graph reads this step's plan.
-    if (Status launched = s.decode_graphs.launch(bucket, s.stream); !launched.ok()) {
-      static_cast<void>(s.runtime->synchronize(s.stream));
+    if (Status launched = decode_graphs.launch(bucket, stream); !launched.ok()) {
+      static_cast<void>(runtime->synchronize(stream));
       return launched;
     }
   } else {
-    s.ops->begin(s.plan->view());
-    s.graph(s.spec, *s.ops);
+    ops->begin(plan->view());
+    graph(spec, *ops);
+    if (!ops->status().ok()) {
+      // Whatever was issued before the failure must finish before the plan's buffers are reused.
+      static_cast<void>(runtime->synchronize(stream));
+      return ops->status();
+    }
   }
-  if (bucket == 0 && !s.ops->status().ok()) {
-    // Whatever was issued before the failure must finish before the plan's buffers are reused.
-    static_cast<void>(s.runtime->synchronize(s.stream));
-    return s.ops->status();
-  }
-  const std::uint64_t bytes = static_cast<std::uint64_t>(s.plan->view().logit_row_count) *
+  last_logit_rows = plan->view().logit_row_count;
+  return Status::success();
+}
+
+// Issues the copy of logits row `row` (of the last forward pass) to logits[row * vocab].
+Status CudaBackend::State::copy_row(int row, std::span<float> logits) {
+  const auto vocab = static_cast<std::uint64_t>(spec.shape.vocab);
+  const std::uint64_t offset = static_cast<std::uint64_t>(row) * vocab;
+  return runtime->copy_to_host(logits.data() + offset, ops->logits() + offset,
+                               vocab * sizeof(float), stream);
+}
+
+Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
+  State& s = *state_;
+  if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
+  const std::uint64_t bytes = static_cast<std::uint64_t>(s.last_logit_rows) *
                               static_cast<std::uint64_t>(s.spec.shape.vocab) * sizeof(float);
   if (bytes > 0) {
     if (Status copied = s.runtime->copy_to_host(logits.data(), s.ops->logits(), bytes, s.stream);
         !copied.ok()) {
+      static_cast<void>(s.runtime->synchronize(s.stream));
       return copied;
     }
   }
   return s.runtime->synchronize(s.stream);
+}
+
+std::int32_t CudaBackend::logit_candidate_count() const {
+  return state_->logit_candidates ? state_->logit_candidates->count() : 0;
+}
+
+Status CudaBackend::forward_with_candidates(const BatchPlan& plan,
+                                            std::span<const LogitRowRequest> rows,
+                                            std::span<float> logits,
+                                            LogitCandidateRows& candidates) {
+  State& s = *state_;
+  if (!s.logit_candidates) return forward(plan, logits);
+  if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
+  Status copied = Status::success();
+  if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {
+    copied = Error{
+        fmt::format("batch plan: {} logits rows, {} row requests", s.last_logit_rows, rows.size())};
+  }
+  for (std::size_t r = 0; r < rows.size() && copied.ok(); ++r) {
+    if (rows[r].full_row) copied = s.copy_row(static_cast<int>(r), logits);
+  }
+  if (copied.ok()) copied = s.logit_candidates->issue(s.ops->logits(), rows, candidates, s.stream);
+  const Status done = s.runtime->synchronize(s.stream);
+  return copied.ok() ? done : copied;
+}
+
+Status CudaBackend::fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) {
+  State& s = *state_;
+  if (rows.empty()) return Status::success();
+  if (Status selected = s.use_device(); !selected.ok()) return selected;
+  const auto vocab = static_cast<std::size_t>(s.spec.shape.vocab);
+  Status copied = Status::success();
+  for (const std::int32_t row : rows) {
+    if (row < 0 || row >= s.last_logit_rows ||
+        (static_cast<std::size_t>(row) + 1) * vocab > logits.size()) {
+      copied = Error{fmt::format("fetch_logit_rows: row {} of the last pass's {} (room for {})",
+                                 row, s.last_logit_rows, logits.size() / vocab)};
+      break;
+    }
+    if (copied = s.copy_row(row, logits); !copied.ok()) break;
+  }
+  const Status done = s.runtime->synchronize(s.stream);
+  return copied.ok() ? done : copied;
 }
 
 }  // namespace tern::engine::cuda

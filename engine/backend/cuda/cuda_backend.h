@@ -13,9 +13,10 @@ namespace tern::engine::cuda {
 // the CUDA runtime on a GPU, or the SIMT emulator (`cuda-emulated`). Weights are uploaded once
 // in their file's formats; activations, the plan's device copy and its pinned staging buffer
 // are sized once from the options, so forward() allocates nothing. A forward pass is one stream
-// of launches, one copy of the logits back and one synchronisation. Decode-only steps replay a
-// CUDA graph of their batch-size bucket (decode_graphs.h), captured with the KV cache; prefill
-// and mixed steps, and every step with cuda_graphs off, launch eagerly.
+// of launches, the copies of what the engine asked of the logits rows (whole rows, or each row's
+// top candidates and sums: device_logit_candidates.h) and one synchronisation. Decode-only steps
+// replay a CUDA graph of their batch-size bucket (decode_graphs.h), captured with the KV cache;
+// prefill and mixed steps, and every step with cuda_graphs off, launch eagerly.
 class CudaBackend final : public Backend {
  public:
   // Takes the runtime; uploads `weights`, which must outlive the backend (the tables are read
@@ -34,7 +35,16 @@ class CudaBackend final : public Backend {
   // f16 or bf16; the CUDA kernels take no f32 cache.
   Status allocate_kv_cache(const KvCacheSpec& spec) override;
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
+  // Captures the decode graphs against a one-block pool to measure them, then gives what is
+  // left of gpu_memory_utilization of the device (an error naming the sizes when nothing is).
+  Expected<std::optional<std::uint64_t>> device_kv_budget(KvCacheType type,
+                                                          std::int32_t block_size) override;
+  std::optional<DeviceMemoryUsage> device_memory() const override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
+  std::int32_t logit_candidate_count() const override;
+  Status forward_with_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
+                                 std::span<float> logits, LogitCandidateRows& candidates) override;
+  Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
 
   // The decode graphs held now, and captured over the backend's life (recaptures included).
   int decode_graph_count() const;

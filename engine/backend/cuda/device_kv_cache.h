@@ -27,6 +27,7 @@ class DeviceKvCache {
   void* v_pool(std::int32_t layer) const { return pool(layer, 1); }
   const kernels::KvCacheLayout& layout() const { return layout_; }
   std::int32_t num_blocks() const { return num_blocks_; }
+  std::uint64_t bytes() const { return memory_.bytes(); }
 
  private:
   void* pool(std::int32_t layer, int which) const;

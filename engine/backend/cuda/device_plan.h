@@ -46,6 +46,7 @@ class DevicePlan {
   Status upload(const BatchPlan& plan, Stream stream, int inert_rows_to = 0);
 
   const DevicePlanView& view() const { return view_; }
+  std::uint64_t bytes() const { return device_.bytes(); }
 
  private:
   struct PinnedRelease {

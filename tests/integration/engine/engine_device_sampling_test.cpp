@@ -13,6 +13,7 @@
 #include "engine/backend/backend_factory.h"
 #include "engine/logit_candidates.h"
 #include "tests/integration/engine/engine_harness.h"
+#include "tests/support/cuda_test_backend_kind.h"
 
 namespace tern::engine::testing {
 namespace {
@@ -197,8 +198,9 @@ class EngineDeviceSamplingTest : public TinyStoriesEngineTest {
     return cpu ? std::make_unique<HostCandidateBackend>(std::move(*cpu)) : nullptr;
   }
 
+  // `logprob_tolerance`: 0 asks for the same bits.
   void expect_same_outputs(const std::vector<RequestOutput>& expected,
-                           const std::vector<RequestOutput>& actual) {
+                           const std::vector<RequestOutput>& actual, float logprob_tolerance = 0) {
     ASSERT_EQ(expected.size(), actual.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
       ASSERT_EQ(expected[i].samples.size(), actual[i].samples.size());
@@ -211,7 +213,8 @@ class EngineDeviceSamplingTest : public TinyStoriesEngineTest {
         ASSERT_EQ(want.logprobs.size(), got.logprobs.size());
         for (std::size_t t = 0; t < want.logprobs.size(); ++t) {
           if (std::isnan(want.logprobs[t]) && std::isnan(got.logprobs[t])) continue;
-          EXPECT_EQ(want.logprobs[t], got.logprobs[t]) << "request " << i << " token " << t;
+          EXPECT_NEAR(want.logprobs[t], got.logprobs[t], logprob_tolerance)
+              << "request " << i << " token " << t;
         }
       }
     }
@@ -269,6 +272,56 @@ TEST_F(EngineDeviceSamplingTest, RowsWhoseCandidatesCannotDecideAreFetchedWhole)
   std::int64_t tokens = 0;
   for (const RequestOutput& output : expected) tokens += output.samples[0].ids.size();
   EXPECT_EQ(stats.logit_rows_fetched, tokens);  // every row of both requests
+}
+
+// The CUDA backend's own candidates (the top_k and logit_row_sums kernels) against its whole
+// rows: the same requests with sample_on_device on and off give the same tokens; logprobs
+// within the device's rounding of log-sum-exp (bit-identical on the emulated device, whose
+// exp and log are the host's).
+TEST_F(EngineDeviceSamplingTest, TheCudaBackendsCandidatesGiveItsWholeRowsTokens) {
+  TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
+  std::vector<Request> requests;
+  for (Request& request : mixed_requests()) {
+    // One prompt's nine variants (11 samples): the emulated device is slow.
+    if (request.prompt_ids == mixed_requests().front().prompt_ids) {
+      request.stop.max_tokens = 8;
+      requests.push_back(std::move(request));
+    }
+  }
+  EngineOptions options = factory_->default_options();
+  options.kv_cache_type = KvCacheType::f16;
+  options.num_kv_blocks = 256;
+  options.scheduler.max_num_seqs = 16;
+  auto run_on_device = [&](bool sample_on_device, EngineStats& stats) {
+    BackendSpec spec;
+    spec.kind = kind;
+    spec.options = {.max_sequences = 16, .max_batch_tokens = 64, .max_context = 512};
+    spec.cuda.sample_on_device = sample_on_device;
+    kernels::ThreadPool pool(1);
+    auto backend = create_backend(spec, factory_->weights(), pool);
+    EXPECT_TRUE(backend.ok()) << backend.error().message;
+    if (!backend) return std::vector<RequestOutput>{};
+    EXPECT_EQ((*backend)->logit_candidate_count(), sample_on_device ? 64 : 0);
+    auto engine = Engine::create(**backend, &factory_->tokenizer(), options);
+    EXPECT_TRUE(engine.ok()) << engine.error().message;
+    if (!engine) return std::vector<RequestOutput>{};
+    std::vector<RequestOutput> outputs = run_all(**engine, requests);
+    stats = (*engine)->stats();
+    return outputs;
+  };
+  EngineStats whole_stats, device_stats;
+  const std::vector<RequestOutput> whole = run_on_device(false, whole_stats);
+  const std::vector<RequestOutput> device = run_on_device(true, device_stats);
+  const float tolerance = kind == BackendKind::cuda_emulated ? 0.0f : 1e-5f;
+  expect_same_outputs(whole, device, tolerance);
+  EXPECT_EQ(whole_stats.logit_rows_from_candidates, 0);
+  EXPECT_GT(device_stats.logit_rows_from_candidates, device_stats.logit_rows_whole);
+  EXPECT_GT(device_stats.logit_rows_fetched, 0);
+  std::printf("%s: %lld tokens from candidates, %lld from whole rows, %lld rows fetched\n",
+              std::string(kind_name).c_str(),
+              static_cast<long long>(device_stats.logit_rows_from_candidates),
+              static_cast<long long>(device_stats.logit_rows_whole),
+              static_cast<long long>(device_stats.logit_rows_fetched));
 }
 
 }  // namespace

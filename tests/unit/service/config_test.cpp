@@ -44,7 +44,7 @@ TEST(Config, MinimalFileGetsDefaults) {
   EXPECT_EQ(m.backend, "cpu");
   EXPECT_EQ(m.max_num_seqs, 64);
   EXPECT_EQ(m.max_num_batched_tokens, 2048);
-  EXPECT_EQ(m.kv_cache_bytes, 1ull << 30);
+  EXPECT_FALSE(m.kv_cache_bytes.has_value());  // the backend decides (docs/config.md)
   EXPECT_EQ(m.block_size, 16);
   EXPECT_EQ(m.kv_cache_dtype, "f16");
   EXPECT_TRUE(m.enable_prefix_caching);

@@ -1,0 +1,121 @@
+#include "engine/backend/cuda/device_logit_candidates.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/logit_candidates.h"
+
+namespace tern::engine::cuda {
+namespace {
+
+// Each section starts on this many bytes, as cudaMalloc's own alignment would.
+constexpr std::uint64_t kSectionAlignment = 256;
+
+std::uint64_t aligned(std::uint64_t bytes) {
+  return (bytes + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment;
+}
+
+// Byte offsets of the device buffer's sections.
+struct Sections {
+  std::uint64_t values, ids, log_sum_exp, scaled_mass, inverse_temperature, end;
+
+  Sections(int max_rows, int count) {
+    const auto rows = static_cast<std::uint64_t>(max_rows);
+    const std::uint64_t candidates = rows * static_cast<std::uint64_t>(count);
+    values = 0;
+    ids = values + aligned(candidates * sizeof(float));
+    log_sum_exp = ids + aligned(candidates * sizeof(std::int32_t));
+    scaled_mass = log_sum_exp + aligned(rows * sizeof(float));
+    inverse_temperature = scaled_mass + aligned(rows * sizeof(double));
+    end = inverse_temperature + aligned(rows * sizeof(float));
+  }
+};
+
+}  // namespace
+
+Expected<DeviceLogitCandidates> DeviceLogitCandidates::create(DeviceRuntime& runtime, int max_rows,
+                                                              int vocab) {
+  if (max_rows <= 0 || vocab <= 0) {
+    return Error{fmt::format("logit candidates: {} rows of {} logits", max_rows, vocab)};
+  }
+  const int count = std::min(kMaxLogitCandidates, vocab);
+  const Sections sections(max_rows, count);
+  auto device = DeviceAllocation::create(runtime, sections.end, "the logits rows' candidates");
+  if (!device) return device.error();
+  auto pinned = runtime.allocate_pinned(static_cast<std::uint64_t>(max_rows) * sizeof(float),
+                                        "the sampling temperatures' staging buffer");
+  if (!pinned) return pinned.error();
+  std::unique_ptr<float, PinnedRelease> staging(static_cast<float*>(*pinned),
+                                                PinnedRelease{&runtime});
+  return DeviceLogitCandidates(runtime, std::move(*device), std::move(staging), max_rows, vocab);
+}
+
+DeviceLogitCandidates::DeviceLogitCandidates(DeviceRuntime& runtime, DeviceAllocation device,
+                                             std::unique_ptr<float, PinnedRelease> staging,
+                                             int max_rows, int vocab)
+    : runtime_(&runtime),
+      device_(std::move(device)),
+      staging_(std::move(staging)),
+      max_rows_(max_rows),
+      vocab_(vocab),
+      count_(std::min(kMaxLogitCandidates, vocab)) {
+  const Sections sections(max_rows, count_);
+  auto* base = device_.as<unsigned char>();
+  values_ = reinterpret_cast<float*>(base + sections.values);
+  ids_ = reinterpret_cast<std::int32_t*>(base + sections.ids);
+  log_sum_exp_ = reinterpret_cast<float*>(base + sections.log_sum_exp);
+  scaled_mass_ = reinterpret_cast<double*>(base + sections.scaled_mass);
+  inverse_temperature_ = reinterpret_cast<float*>(base + sections.inverse_temperature);
+}
+
+Status DeviceLogitCandidates::issue(const float* logits, std::span<const LogitRowRequest> rows,
+                                    LogitCandidateRows& out, Stream stream) {
+  const auto row_count = static_cast<int>(rows.size());
+  const auto candidates = static_cast<std::size_t>(row_count) * static_cast<std::size_t>(count_);
+  if (row_count > max_rows_ || out.values.size() < candidates || out.ids.size() < candidates ||
+      out.log_sum_exp.size() < rows.size() || out.scaled_mass.size() < rows.size()) {
+    return Error{fmt::format(
+        "logit candidates: {} rows asked, room for {} here and {} candidates in the output",
+        row_count, max_rows_, std::min(out.values.size(), out.ids.size()))};
+  }
+  if (row_count == 0) return Status::success();
+  float* staging = staging_.get();
+  for (std::size_t r = 0; r < rows.size(); ++r) staging[r] = rows[r].inverse_temperature;
+  const auto row_bytes = [&](std::size_t element) {
+    return static_cast<std::uint64_t>(row_count) * element;
+  };
+  if (Status copied =
+          runtime_->copy_to_device(inverse_temperature_, staging, row_bytes(sizeof(float)), stream);
+      !copied.ok()) {
+    return copied;
+  }
+  const kernels::cuda::DeviceKernels& k = runtime_->kernels();
+  if (Status launched = runtime_->launched(
+          k.top_k(logits, row_count, vocab_, count_, values_, ids_, stream.handle), "top_k");
+      !launched.ok()) {
+    return launched;
+  }
+  if (Status launched =
+          runtime_->launched(k.logit_row_sums(logits, row_count, vocab_, inverse_temperature_,
+                                              log_sum_exp_, scaled_mass_, stream.handle),
+                             "logit_row_sums");
+      !launched.ok()) {
+    return launched;
+  }
+  out.scaled_mass_relative_error = k.logit_row_sums_relative_error(vocab_);
+  const std::uint64_t candidate_bytes = static_cast<std::uint64_t>(candidates);
+  for (const Status& copied :
+       {runtime_->copy_to_host(out.values.data(), values_, candidate_bytes * sizeof(float), stream),
+        runtime_->copy_to_host(out.ids.data(), ids_, candidate_bytes * sizeof(std::int32_t),
+                               stream),
+        runtime_->copy_to_host(out.log_sum_exp.data(), log_sum_exp_, row_bytes(sizeof(float)),
+                               stream),
+        runtime_->copy_to_host(out.scaled_mass.data(), scaled_mass_, row_bytes(sizeof(double)),
+                               stream)}) {
+    if (!copied.ok()) return copied;
+  }
+  return Status::success();
+}
+
+}  // namespace tern::engine::cuda
