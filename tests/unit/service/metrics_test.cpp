@@ -69,6 +69,44 @@ TEST(MetricsTest, GaugeRaiseToKeepsTheHighest) {
   EXPECT_EQ(peak.value(), 9999 * 4 + 3);
 }
 
+// A CUDA model's stats: device memory by use, KV bytes, sampling paths.
+ModelStats cuda_model_stats() {
+  ModelStats stats{"demo", 2, 1, 0.5, 0.25};
+  stats.kv_cache_bytes = 3 << 20;
+  stats.tokens_sampled_from_candidates = 90;
+  stats.tokens_sampled_from_whole_rows = 10;
+  stats.logit_rows_fetched = 4;
+  stats.device_memory_total_bytes = 64 << 20;
+  stats.device_memory_bytes = {
+      {"weights", 5 << 20}, {"activations", 1 << 20}, {"graphs", 0}, {"kv_cache", 3 << 20}};
+  return stats;
+}
+
+// The engine's running totals become counters that only move up; device memory is per use.
+TEST(MetricsTest, ModelStatsExportDeviceMemoryKvBytesAndSamplingPaths) {
+  ServiceMetrics metrics;
+  ModelStats stats = cuda_model_stats();
+  metrics.update_model_stats({stats});
+  stats.tokens_sampled_from_candidates = 95;
+  metrics.update_model_stats({stats});
+  metrics.update_model_stats({stats});
+  const std::string text = metrics.render();
+  for (const char* line :
+       {"tern_kv_cache_bytes{model=\"demo\"} 3145728",
+        "tern_sampled_tokens_total{model=\"demo\",path=\"device_candidates\"} 95",
+        "tern_sampled_tokens_total{model=\"demo\",path=\"whole_row\"} 10",
+        "tern_logit_rows_fetched_total{model=\"demo\"} 4",
+        "tern_device_memory_bytes{model=\"demo\",use=\"weights\"} 5242880",
+        "tern_device_memory_bytes{model=\"demo\",use=\"kv_cache\"} 3145728",
+        "tern_device_memory_total_bytes{model=\"demo\"} 67108864"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+  // A CPU model has no device memory series.
+  ServiceMetrics cpu;
+  cpu.update_model_stats({ModelStats{"cpu-model", 0, 0, 0, 0}});
+  EXPECT_EQ(cpu.render().find("tern_device_memory_bytes{"), std::string::npos);
+}
+
 TEST(MetricsTest, PromtoolAcceptsTheServiceMetrics) {
   if (std::system("command -v promtool > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "promtool not installed (Debian package prometheus; scripts/setup.sh)";
@@ -86,7 +124,7 @@ TEST(MetricsTest, PromtoolAcceptsTheServiceMetrics) {
   metrics.stream_buffered_bytes().add(4096);
   metrics.stream_buffer_peak_bytes().raise_to(4096);
   metrics.count_dropped_stream("demo", "slow_client");
-  metrics.update_model_stats({ModelStats{"demo", 2, 1, 0.5, 0.25}});
+  metrics.update_model_stats({cuda_model_stats()});
   const std::string path = ::testing::TempDir() + "tern_metrics.txt";
   std::ofstream(path) << metrics.render();
   const std::string command = "promtool check metrics < " + path + " 2>&1";
