@@ -17,6 +17,8 @@ namespace tern::simt {
 void* device_allocate(std::size_t bytes);
 // False (and nothing freed) when pointer is not the start of a live allocation.
 bool device_free(void* pointer);
+// memset, except that zeroing whole pages of a large allocation gives them back to the host.
+void device_fill(void* pointer, int byte, std::size_t bytes);
 // Whether pointer lies within a live allocation or just past its end (an empty range's end).
 bool is_device_address(const void* pointer);
 std::size_t device_allocation_count();

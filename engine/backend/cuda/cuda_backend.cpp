@@ -50,6 +50,7 @@ struct CudaBackend::State {
   int last_logit_rows = 0;         // of the last forward pass: fetch_logit_rows may read them
   std::optional<DevicePlan> plan;  // sized with the KV cache: its block tables need block_size
   DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
+  bool kernels_loaded = false;     // the decode steps ran eagerly once, before the first capture
 
   ~State() {
     decode_graphs.clear();
@@ -92,8 +93,9 @@ struct CudaBackend::State {
   // is loaded before capture, then captures a graph per bucket.
   Status capture_decode_graphs() {
     const int largest = largest_decode_rows();
+    // Once per backend: a recapture (a new KV pool) finds every kernel loaded.
     for (int rows : {largest, 1}) {
-      if (rows == 1 && largest == 1) break;
+      if (kernels_loaded || (rows == 1 && largest == 1)) break;
       if (Status uploaded = plan->upload(BatchPlan{}, stream, rows); !uploaded.ok()) {
         return uploaded;
       }
@@ -101,6 +103,7 @@ struct CudaBackend::State {
       if (Status done = runtime->synchronize(stream); !done.ok()) return done;
       if (!issued.ok()) return issued;
     }
+    kernels_loaded = true;
     return decode_graphs.capture(*runtime, stream, largest,
                                  [this](int rows) { return issue_decode_rows(rows); });
   }

@@ -162,7 +162,7 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
     return issue(stream, [=]() -> Status {
       if (!simt::is_device_address(device))
         return Error{"cuda-emulated: fill of memory that is not an allocation"};
-      std::memset(device, byte, bytes);
+      simt::device_fill(device, byte, bytes);
       return Status::success();
     });
   }

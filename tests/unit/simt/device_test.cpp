@@ -60,6 +60,32 @@ __global__ void load_float4(const float* in, float* out, int offset) {
   AT_LINE(g_line, store_aligned(out + offset, make_float4(v.w, v.z, v.y, v.x)));
 }
 
+// A large allocation is mapped pages: zeroing a range of it drops whole pages (they read as
+// zeros again) and writes the partial pages at its ends, leaving everything outside untouched.
+TEST(SimtDeviceMemory, ZeroFillOfALargeAllocationKeepsWhatLiesOutsideIt) {
+  const std::size_t bytes = 80u << 20;
+  auto* memory = static_cast<unsigned char*>(simt::device_allocate(bytes));
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(memory[0], 0);  // fresh pages are zeros
+  EXPECT_EQ(memory[bytes - 1], 0);
+  std::memset(memory, 0xab, bytes);
+  const std::size_t from = 1000;
+  const std::size_t to = bytes - 777;
+  simt::device_fill(memory + from, 0, to - from);
+  EXPECT_EQ(memory[from - 1], 0xab);
+  EXPECT_EQ(memory[to], 0xab);
+  EXPECT_EQ(memory[bytes - 1], 0xab);
+  for (std::size_t at = from; at < to; at += 4093) ASSERT_EQ(memory[at], 0) << at;
+  EXPECT_EQ(memory[from], 0);
+  EXPECT_EQ(memory[to - 1], 0);
+  simt::device_fill(memory, 7, 16);  // any other byte is a plain memset
+  EXPECT_EQ(memory[15], 7);
+  EXPECT_EQ(memory[16], 0xab);
+  EXPECT_TRUE(simt::is_device_address(memory + bytes - 1));
+  EXPECT_TRUE(simt::device_free(memory));
+  EXPECT_FALSE(simt::is_device_address(memory));
+}
+
 TEST(SimtDeviceMemory, MisalignedVectorAccessIsAnError) {
   DeviceVector<float> in(8), out(8, 0.0f);
   for (int i = 0; i < 8; ++i) in[static_cast<std::size_t>(i)] = static_cast<float>(i);
