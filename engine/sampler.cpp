@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/logit_row_normalisers.h"
 #include "engine/sampler_order.h"
 
 namespace tern::engine {
@@ -18,11 +19,7 @@ std::int32_t argmax(std::span<const float> logits) {
 
 float log_probability(std::span<const float> logits, std::int32_t token,
                       std::span<TokenLogprob> top) {
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (const float logit : logits) max_logit = std::max(max_logit, logit);
-  double total = 0;
-  for (const float logit : logits) total += std::exp(static_cast<double>(logit - max_logit));
-  const auto log_total = static_cast<float>(std::log(total)) + max_logit;
+  const float log_total = log_sum_exp(logits);
 
   // Insertion into a small sorted array: top_logprobs is at most 20.
   std::size_t filled = 0;

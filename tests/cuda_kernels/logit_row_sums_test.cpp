@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/logit_row_normalisers.h"
 #include "kernels/cuda/logit_row_sums.h"
 #include "tests/cuda_kernels/device_test_support.h"
 
@@ -31,28 +32,13 @@ using cuda_test::DeviceArray;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// log_probability()'s normaliser (engine/sampler.cpp), as written there.
+// The host sampler's own sums (engine/logit_row_normalisers.h, header-only).
 float reference_log_sum_exp(const std::vector<float>& logits) {
-  float max_logit = -kInf;
-  for (const float logit : logits) max_logit = std::max(max_logit, logit);
-  double total = 0;
-  for (const float logit : logits) total += std::exp(static_cast<double>(logit - max_logit));
-  return static_cast<float>(std::log(total)) + max_logit;
+  return engine::log_sum_exp(logits);
 }
 
-// Sampler::sample then cut_and_draw's total (engine/sampler.cpp): the float scaled logits but
-// -inf, their float maximum, std::exp(float) of the float difference, summed in double in order.
 double reference_scaled_mass(const std::vector<float>& logits, float inverse_temperature) {
-  std::vector<float> scaled;
-  for (const float logit : logits) {
-    if (logit == -kInf) continue;
-    scaled.push_back(logit * inverse_temperature);
-  }
-  float max_scaled = -kInf;
-  for (const float s : scaled) max_scaled = std::max(max_scaled, s);
-  double total = 0;
-  for (const float s : scaled) total += std::exp(s - max_scaled);
-  return total;
+  return engine::scaled_mass(logits, inverse_temperature);
 }
 
 float ulp_of(float value) {

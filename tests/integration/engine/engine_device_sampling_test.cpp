@@ -12,6 +12,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/logit_candidates.h"
+#include "engine/logit_row_normalisers.h"
 #include "tests/integration/engine/engine_harness.h"
 #include "tests/support/cuda_test_backend_kind.h"
 
@@ -96,20 +97,10 @@ class HostCandidateBackend final : public Backend {
       out.ids[r * count + i] = order_[i];
       out.values[r * count + i] = row[static_cast<std::size_t>(order_[i])];
     }
-    const float max_logit = *std::max_element(row.begin(), row.end());
-    double total = 0;
-    for (const float x : row) total += std::exp(static_cast<double>(x - max_logit));
-    out.log_sum_exp[r] = static_cast<float>(std::log(total)) + max_logit;
-    double mass = std::numeric_limits<double>::quiet_NaN();
-    if (inverse_temperature > 0 && !withhold_scaled_mass) {
-      const float max_scaled = max_logit * inverse_temperature;
-      mass = 0;
-      for (const float x : row) {
-        if (x == -std::numeric_limits<float>::infinity()) continue;
-        mass += std::exp(x * inverse_temperature - max_scaled);
-      }
-    }
-    out.scaled_mass[r] = mass;
+    out.log_sum_exp[r] = log_sum_exp(row);
+    out.scaled_mass[r] = inverse_temperature > 0 && !withhold_scaled_mass
+                             ? scaled_mass(row, inverse_temperature)
+                             : std::numeric_limits<double>::quiet_NaN();
   }
 
   std::unique_ptr<Backend> inner_;

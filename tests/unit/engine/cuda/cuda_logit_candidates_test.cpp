@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/backend/backend_factory.h"
+#include "engine/logit_row_normalisers.h"
 #include "engine/model/model_weights.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/cuda_test_backend_kind.h"
@@ -42,22 +43,6 @@ BatchPlan three_prompts(std::int32_t vocab) {
     plan.sequences.push_back(chunk);
   }
   return plan;
-}
-
-// The host sampler's forms (engine/sampler.cpp): log_probability's normaliser, and the sum of
-// cut_and_draw's float weights at 1 / inverse_temperature.
-float host_log_sum_exp(std::span<const float> row) {
-  const float max_logit = *std::max_element(row.begin(), row.end());
-  double total = 0;
-  for (const float x : row) total += std::exp(static_cast<double>(x - max_logit));
-  return static_cast<float>(std::log(total)) + max_logit;
-}
-
-double host_scaled_mass(std::span<const float> row, float inverse_temperature) {
-  const float max_scaled = *std::max_element(row.begin(), row.end()) * inverse_temperature;
-  double total = 0;
-  for (const float x : row) total += std::exp(x * inverse_temperature - max_scaled);
-  return total;
 }
 
 TEST(CudaLogitCandidates, RowsSummariseAsTheHostWouldAndComeBackWholeOnlyWhenAsked) {
@@ -114,10 +99,10 @@ TEST(CudaLogitCandidates, RowsSummariseAsTheHostWouldAndComeBackWholeOnlyWhenAsk
       ASSERT_EQ(ids[r * 64 + i], order[i]) << "row " << r << " candidate " << i;
       ASSERT_EQ(values[r * 64 + i], row[static_cast<std::size_t>(order[i])]);
     }
-    const float expected_lse = host_log_sum_exp(row);
+    const float expected_lse = engine::log_sum_exp(row);
     EXPECT_NEAR(log_sum_exp[r], expected_lse, std::abs(expected_lse) * 2e-7f) << "row " << r;
     if (rows[r].inverse_temperature > 0) {
-      const double expected = host_scaled_mass(row, rows[r].inverse_temperature);
+      const double expected = engine::scaled_mass(row, rows[r].inverse_temperature);
       EXPECT_LE(std::abs(scaled_mass[r] - expected) / expected,
                 candidates.scaled_mass_relative_error)
           << "row " << r;

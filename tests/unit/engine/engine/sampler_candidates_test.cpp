@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/logit_row_normalisers.h"
 #include "engine/sample_path.h"
 #include "engine/sampler.h"
 
@@ -376,11 +377,7 @@ TEST(SamplerCandidatesTest, ACandidateMergedWithTheLastNeedsTheFullRowToRankIt) 
 
 // The full row's log-sum-exp, formed as log_probability() forms it.
 float full_row_log_sum_exp(const std::vector<float>& logits) {
-  float max_logit = -kInf;
-  for (const float logit : logits) max_logit = std::max(max_logit, logit);
-  double total = 0;
-  for (const float logit : logits) total += std::exp(static_cast<double>(logit - max_logit));
-  return static_cast<float>(std::log(total)) + max_logit;
+  return log_sum_exp(logits);
 }
 
 // -inf logits have -inf log-probabilities on both paths.
