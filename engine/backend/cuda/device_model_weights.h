@@ -6,6 +6,7 @@
 #include "engine/backend/batch_ops.h"
 #include "engine/backend/cuda/device_runtime.h"
 #include "engine/backend/layer_matrices.h"
+#include "engine/backend/tensor_parallel_shape.h"
 #include "engine/expected.h"
 #include "engine/model/model_tables.h"
 #include "engine/model/model_weights.h"
@@ -21,6 +22,12 @@ bool reads_q8_1_activations(kernels::TensorType type);
 // (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K stay as they are; the kernels read them so), the norms,
 // biases and RoPE frequencies as f32 from ModelTables. One allocation for all of it, so a model
 // that does not fit fails at once with the size it needs and the memory free.
+//
+// With tensor parallelism (a RankSlice of more than one rank) only the rank's part is uploaded
+// (engine/backend/tensor_parallel_shape.h): column-parallel matrices as their range of rows,
+// row-parallel ones (wo, w_down) as every row's range of whole blocks, packed so that each is a
+// matrix of its own ([hidden][its columns]) to the kernels; bq, bk and bv sliced like their
+// matrices, the embedding, the norms and the RoPE table whole.
 class DeviceModelWeights {
  public:
   struct LayerVectors {
@@ -33,13 +40,14 @@ class DeviceModelWeights {
     const float* k_norm = nullptr;
   };
 
-  // Copies on `stream` and waits for them; errors name the model file and the tensor.
+  // Copies on `stream` and waits for them; errors name the model file and the tensor, or the
+  // numbers that keep the model from splitting over slice.ranks devices.
   static Expected<DeviceModelWeights> upload(DeviceRuntime& runtime, Stream stream,
-                                             const ModelWeights& weights,
-                                             const ModelTables& tables);
+                                             const ModelWeights& weights, const ModelTables& tables,
+                                             RankSlice slice = {});
 
   const kernels::cuda::DeviceWeights& matrix(std::int32_t layer, Matrix name) const;
-  // nullptr for a vector the model does not have.
+  // nullptr for a vector the model does not have; bq, bk and bv hold the rank's values only.
   const float* vector(VectorRef ref) const;
   // [vocab][hidden] in the file's type, for the embedding gather.
   const kernels::cuda::DeviceWeights& token_embedding() const { return token_embedding_; }
