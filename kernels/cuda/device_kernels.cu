@@ -17,6 +17,7 @@
 #include "kernels/cuda/quantize_q8_1.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/sum_ranks.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 namespace {
@@ -75,6 +76,7 @@ DeviceKernels make_table() {
   table.copy_blocks = TERN_NEUTRAL(launch_copy_blocks);
   table.logit_row_sums = TERN_NEUTRAL(launch_logit_row_sums);
   table.logit_row_sums_relative_error = &logit_row_sums_relative_error;
+  table.sum_ranks = TERN_NEUTRAL(launch_sum_ranks);
   return table;
 }
 

@@ -63,6 +63,8 @@ struct DeviceKernels {
                         float* log_sum_exp, double* scaled_mass, void* stream);
   // A property of the build's expf, so it comes with the build's table.
   double (*logit_row_sums_relative_error)(int vocab);
+  // The local sum of tern's deterministic all-reduce (kernels/cuda/sum_ranks.h).
+  int (*sum_ranks)(const float* gathered, int ranks, long long count, float* out, void* stream);
 };
 
 // nvcc's kernels, defined only in a build with CUDA (tern_kernels_cuda).

@@ -27,7 +27,8 @@
   X(quantize_q8_1)                \
   X(kv_store)                     \
   X(rms_norm)                     \
-  X(rope)
+  X(rope)                         \
+  X(sum_ranks)
 
 TERN_CUDA_NAMESPACE_BEGIN
 

@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -39,13 +43,49 @@ Status check(cudaError_t status, std::string_view call) {
   return failed(call, status);
 }
 
+// The first failure of host work (enqueue_host), which runs on a CUDA thread where no caller
+// waits for its Status: kept for the runtime's next synchronize.
+class HostWorkFailures {
+ public:
+  void failed(std::string message) {
+    spdlog::error("cuda: host work failed: {}", message);
+    const std::lock_guard lock(mutex_);
+    if (first_.empty()) first_ = std::move(message);
+  }
+  Status take() {
+    const std::lock_guard lock(mutex_);
+    if (first_.empty()) return Status::success();
+    return Error{fmt::format("cuda: host work failed: {}", std::exchange(first_, {}))};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string first_;
+};
+
+// cudaLaunchHostFunc's argument. Issued outside capture it runs once and frees itself; captured,
+// the graph's host node points at it at every replay, so the runtime keeps it.
+struct HostWork {
+  std::function<Status()> work;
+  HostWorkFailures* failures = nullptr;
+  bool once = false;
+};
+
+void CUDART_CB run_host_work(void* argument) {
+  auto* host = static_cast<HostWork*>(argument);
+  if (Status status = host->work(); !status.ok()) host->failures->failed(status.message());
+  if (host->once) delete host;
+}
+
 // The capture of the calling thread (cudaStreamCaptureModeThreadLocal: CUDA refuses the unsafe
-// calls of the capturing thread only), and the releases held back until it ends.
+// calls of the capturing thread only), the releases held back until it ends, and the host work
+// captured into it.
 struct ThreadCapture {
   cudaStream_t stream = nullptr;
   bool active = false;
   std::vector<void*> held_device;
   std::vector<void*> held_pinned;
+  std::vector<std::unique_ptr<HostWork>> host_work;
 };
 
 ThreadCapture& thread_capture() {
@@ -179,7 +219,29 @@ class CudartDeviceRuntime final : public DeviceRuntime {
 
   Status synchronize(Stream stream) override {
     if (Status allowed = outside_capture("cudaStreamSynchronize"); !allowed.ok()) return allowed;
-    return check(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
+    if (Status synced = check(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
+        !synced.ok()) {
+      return synced;
+    }
+    return host_work_failures_.take();
+  }
+
+  Status enqueue_host(std::function<Status()> work, Stream stream) override {
+    if (!work) return Error{"cuda: enqueue_host of no work"};
+    ThreadCapture& capture = thread_capture();
+    auto host = std::make_unique<HostWork>(
+        HostWork{std::move(work), &host_work_failures_, /*once=*/!capture.active});
+    if (Status status = check(cudaLaunchHostFunc(as_stream(stream), &run_host_work, host.get()),
+                              "cudaLaunchHostFunc");
+        !status.ok()) {
+      return status;
+    }
+    if (capture.active) {
+      capture.host_work.push_back(std::move(host));
+    } else {
+      host.release();  // run_host_work frees it
+    }
+    return Status::success();
   }
 
   Expected<Event> create_event() override {
@@ -231,6 +293,7 @@ class CudartDeviceRuntime final : public DeviceRuntime {
     capture.active = false;
     capture.stream = nullptr;
     release_held(capture);
+    std::vector<std::unique_ptr<HostWork>> host_work = std::exchange(capture.host_work, {});
     if (ended != cudaSuccess) return failed("cudaStreamEndCapture", ended);
     cudaGraphExec_t exec = nullptr;
     const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
@@ -240,6 +303,10 @@ class CudartDeviceRuntime final : public DeviceRuntime {
     if (destroyed != cudaSuccess) {
       cudaGraphExecDestroy(exec);
       return failed("cudaGraphDestroy", destroyed);
+    }
+    if (!host_work.empty()) {
+      const std::lock_guard lock(graph_host_work_mutex_);
+      for (auto& host : host_work) graph_host_work_.push_back(std::move(host));
     }
     return Graph{exec};
   }
@@ -273,6 +340,11 @@ class CudartDeviceRuntime final : public DeviceRuntime {
   }
 
   int devices_;
+  HostWorkFailures host_work_failures_;
+  // Host work captured into graphs, kept as long as the runtime: a replay still in flight when its
+  // graph is destroyed may run it, and graphs are captured a bounded number of times (warm-up).
+  std::mutex graph_host_work_mutex_;
+  std::vector<std::unique_ptr<HostWork>> graph_host_work_;
 };
 
 }  // namespace

@@ -9,6 +9,9 @@
 //   thread (cudaMalloc, cudaHostAlloc, cudaStreamSynchronize, a second capture) is refused here
 //   before CUDA sees it, so the capture in progress stays valid; a release during capture is
 //   held back until the capture ends. launch_graph replays the instantiated graph.
+// - enqueue_host is cudaLaunchHostFunc: the work runs on a CUDA thread, must not call CUDA, and
+//   its first failure is returned by the next synchronize; work captured into a graph is kept by
+//   the runtime (a replay in flight may still run it after destroy_graph).
 //
 // Declared in every build; in a build without CUDA make_cuda_device_runtime returns an error
 // (cuda_device_runtime_factory.cpp).

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,16 @@ class DeviceRuntime {
   virtual Status fill(void* device, int byte, std::uint64_t bytes, Stream stream) = 0;
   // Waits on the host until everything issued on `stream` is done.
   virtual Status synchronize(Stream stream) = 0;
+
+  // Runs `work` on the host in `stream` order: after what was issued on `stream` before it,
+  // before what is issued after. During capture it becomes a node of the graph, run at each
+  // replay (`work` is kept with the graph until destroy_graph).
+  // - emulated: runs on the issuing (or replaying) thread; a failure is this call's (or
+  //   launch_graph's) error, with work's message.
+  // - cudart (cudaLaunchHostFunc): runs later on a CUDA thread, so its Status cannot be this
+  //   call's; the first failure is logged and returned by the runtime's next synchronize (of any
+  //   stream). `work` must not call CUDA (a host function that does deadlocks or fails).
+  virtual Status enqueue_host(std::function<Status()> work, Stream stream) = 0;
 
   virtual Expected<Event> create_event() = 0;
   virtual void destroy_event(Event event) = 0;

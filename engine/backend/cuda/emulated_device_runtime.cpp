@@ -1,9 +1,12 @@
 #include "engine/backend/cuda/emulated_device_runtime.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -49,14 +52,30 @@ class Capture final : public simt::LaunchRecorder {
   std::unique_ptr<EmulatedGraph> graph_ = std::make_unique<EmulatedGraph>();
 };
 
+// What one OS thread holds in one runtime, as CUDA keeps per thread: the current device and the
+// capture in progress.
+struct ThreadState {
+  int device = 0;
+  std::unique_ptr<Capture> capture;
+};
+
+// Safe to use from several threads at once (tensor parallelism drives one device per thread):
+// the current device and the capture are the calling thread's; the tables of memory, streams,
+// events and graphs are under one mutex, which is never held while work (a kernel, a copy, host
+// work, a graph's steps) runs.
 class EmulatedDeviceRuntime final : public DeviceRuntime {
  public:
   explicit EmulatedDeviceRuntime(const EmulatedDeviceOptions& options)
       : options_(options), used_(static_cast<std::size_t>(options.devices), 0) {}
 
+  // Only the destroying thread's state is dropped here; other threads' entries are keyed by this
+  // runtime's serial, which no later runtime reuses.
   ~EmulatedDeviceRuntime() override {
-    thread_devices().erase(this);
-    if (capture_) simt::launch_recorder() = nullptr;
+    const auto state = thread_states().find(serial_);
+    if (state != thread_states().end()) {
+      if (state->second.capture) simt::launch_recorder() = nullptr;
+      thread_states().erase(state);
+    }
     for (const auto& [memory, allocation] : allocations_) simt::device_free(memory);
     for (void* memory : pinned_) std::free(memory);
   }
@@ -69,18 +88,20 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
       return Error{fmt::format("cuda-emulated: there is no device {}; the emulated machine has {}",
                                device, options_.devices)};
     }
-    current_device() = device;
+    thread_state().device = device;
     return Status::success();
   }
 
   Expected<DeviceMemoryInfo> memory_info() override {
     const int device = current_device();
+    const std::lock_guard lock(mutex_);
     return DeviceMemoryInfo{options_.memory_bytes, options_.memory_bytes - used_[index(device)]};
   }
 
   Expected<void*> allocate(std::uint64_t bytes, std::string_view what) override {
     if (Status allowed = outside_capture("cudaMalloc"); !allowed.ok()) return allowed.error();
     const int device = current_device();
+    const std::lock_guard lock(mutex_);
     const std::uint64_t free_bytes = options_.memory_bytes - used_[index(device)];
     if (bytes > free_bytes) {
       return Error{fmt::format(
@@ -98,6 +119,7 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
   }
 
   void release(void* device_memory) override {
+    const std::lock_guard lock(mutex_);
     const auto it = allocations_.find(device_memory);
     if (it == allocations_.end()) return;
     used_[index(it->second.device)] -= it->second.bytes;
@@ -112,20 +134,29 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
       return Error{
           fmt::format("cuda-emulated: no host memory for {} pinned bytes ({})", bytes, what)};
     }
+    const std::lock_guard lock(mutex_);
     pinned_.insert(memory);
     return memory;
   }
 
   void release_pinned(void* host_memory) override {
-    if (pinned_.erase(host_memory) != 0) std::free(host_memory);
+    {
+      const std::lock_guard lock(mutex_);
+      if (pinned_.erase(host_memory) == 0) return;
+    }
+    std::free(host_memory);
   }
 
   Expected<Stream> create_stream() override {
-    streams_.push_back(std::make_unique<EmulatedStream>(EmulatedStream{current_device()}));
-    return Stream{streams_.back().get()};
+    auto stream = std::make_unique<EmulatedStream>(EmulatedStream{current_device()});
+    const Stream handle{stream.get()};
+    const std::lock_guard lock(mutex_);
+    streams_.push_back(std::move(stream));
+    return handle;
   }
 
   void destroy_stream(Stream stream) override {
+    const std::lock_guard lock(mutex_);
     std::erase_if(streams_, [&](const auto& s) { return s.get() == stream.handle; });
   }
 
@@ -169,11 +200,22 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
 
   Status synchronize(Stream) override { return outside_capture("cudaStreamSynchronize"); }
 
+  // Streams run at issue time, so host work runs now, or at each replay of the graph it is
+  // captured into.
+  Status enqueue_host(std::function<Status()> work, Stream stream) override {
+    if (!work) return Error{"cuda-emulated: enqueue_host of no work"};
+    return issue(stream, std::move(work));
+  }
+
   Expected<Event> create_event() override {
-    events_.push_back(std::make_unique<EmulatedEvent>());
-    return Event{events_.back().get()};
+    auto event = std::make_unique<EmulatedEvent>();
+    const Event handle{event.get()};
+    const std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+    return handle;
   }
   void destroy_event(Event event) override {
+    const std::lock_guard lock(mutex_);
     std::erase_if(events_, [&](const auto& e) { return e.get() == event.handle; });
   }
   // Work completes when it is issued, so an event is always reached.
@@ -181,25 +223,30 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
   Status wait(Stream, Event) override { return Status::success(); }
 
   Status begin_capture(Stream stream) override {
-    if (capture_) {
+    ThreadState& state = thread_state();
+    if (state.capture) {
       return Error{"cuda-emulated: cudaStreamBeginCapture while another capture is in progress"};
     }
     if (simt::launch_recorder() != nullptr) {
       return Error{"cuda-emulated: cudaStreamBeginCapture on a thread that is capturing already"};
     }
-    capture_ = std::make_unique<Capture>(static_cast<EmulatedStream*>(stream.handle));
-    simt::launch_recorder() = capture_.get();
+    state.capture = std::make_unique<Capture>(static_cast<EmulatedStream*>(stream.handle));
+    simt::launch_recorder() = state.capture.get();
     return Status::success();
   }
 
   Expected<Graph> end_capture(Stream stream) override {
-    if (!capture_ || capture_->stream() != stream.handle) {
+    ThreadState& state = thread_state();
+    if (!state.capture || state.capture->stream() != stream.handle) {
       return Error{"cuda-emulated: cudaStreamEndCapture on a stream that is not capturing"};
     }
     simt::launch_recorder() = nullptr;
-    graphs_.push_back(capture_->finish());
-    capture_.reset();
-    return Graph{graphs_.back().get()};
+    std::unique_ptr<EmulatedGraph> graph = state.capture->finish();
+    state.capture.reset();
+    const Graph handle{graph.get()};
+    const std::lock_guard lock(mutex_);
+    graphs_.push_back(std::move(graph));
+    return handle;
   }
 
   Status launch_graph(Graph graph, Stream stream) override {
@@ -213,7 +260,13 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
   }
 
   void destroy_graph(Graph graph) override {
-    std::erase_if(graphs_, [&](const auto& g) { return g.get() == graph.handle; });
+    std::unique_ptr<EmulatedGraph> destroyed;  // its steps' captures are freed outside the lock
+    const std::lock_guard lock(mutex_);
+    const auto it = std::find_if(graphs_.begin(), graphs_.end(),
+                                 [&](const auto& g) { return g.get() == graph.handle; });
+    if (it == graphs_.end()) return;
+    destroyed = std::move(*it);
+    graphs_.erase(it);
   }
 
   const kernels::cuda::DeviceKernels& kernels() const override {
@@ -226,39 +279,46 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
     std::uint64_t bytes;
   };
 
-  // The device each OS thread works on, as cudaSetDevice's, but per runtime: each emulated
-  // runtime is a machine of its own, and a new one starts on device 0.
-  static std::map<const EmulatedDeviceRuntime*, int>& thread_devices() {
-    thread_local std::map<const EmulatedDeviceRuntime*, int> devices;
-    return devices;
+  // Each OS thread's device (as cudaSetDevice's) and capture, per runtime: each emulated runtime
+  // is a machine of its own, and a new one starts on device 0 on every thread.
+  static std::map<std::uint64_t, ThreadState>& thread_states() {
+    thread_local std::map<std::uint64_t, ThreadState> states;
+    return states;
   }
-  int& current_device() const { return thread_devices()[this]; }
+  ThreadState& thread_state() const { return thread_states()[serial_]; }
+  int current_device() const { return thread_state().device; }
   static std::size_t index(int device) { return static_cast<std::size_t>(device); }
 
   // What CUDA refuses while a stream captures.
   Status outside_capture(std::string_view call) const {
-    if (!capture_) return Status::success();
+    if (!thread_state().capture) return Status::success();
     return Error{fmt::format(
         "cuda-emulated: {} during CUDA graph capture (cudaErrorStreamCaptureUnsupported)", call)};
   }
 
   // Runs work now, or records it into the graph being captured.
   Status issue(Stream, std::function<Status()> work) {
-    if (capture_) {
-      capture_->record_step(std::move(work));
+    if (Capture* capture = thread_state().capture.get()) {
+      capture->record_step(std::move(work));
       return Status::success();
     }
     return work();
   }
 
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> serial{0};
+    return ++serial;
+  }
+
+  const std::uint64_t serial_ = next_serial();
   EmulatedDeviceOptions options_;
+  std::mutex mutex_;  // guards the members below it
   std::vector<std::uint64_t> used_;
   std::map<void*, Allocation> allocations_;
   std::set<void*> pinned_;
   std::vector<std::unique_ptr<EmulatedStream>> streams_;
   std::vector<std::unique_ptr<EmulatedEvent>> events_;
   std::vector<std::unique_ptr<EmulatedGraph>> graphs_;
-  std::unique_ptr<Capture> capture_;
 };
 
 }  // namespace

@@ -11,6 +11,10 @@
 //   and rejects what CUDA rejects during capture: allocation, freeing and host synchronisation
 //   are errors naming the call. Capture is per OS thread: what the capturing thread issues is
 //   recorded, whichever stream it names.
+// - host work (enqueue_host) runs when issued, or is recorded and run at each replay.
+// - thread-safe: each OS thread has its own current device and capture, so N threads can each
+//   drive their own device, streams and graphs at once (tensor parallelism); the runtime's tables
+//   are under a mutex that is never held while work runs.
 
 #include <memory>
 

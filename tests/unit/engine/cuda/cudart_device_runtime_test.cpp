@@ -227,5 +227,59 @@ TEST(CudartDeviceRuntime, CaptureRefusesAllocationAndHostSynchronisationNamingTh
   runtime.destroy_stream(stream);
 }
 
+// Host work runs after the copy issued before it; its failure comes back from synchronize.
+TEST(CudartDeviceRuntime, HostWorkRunsInStreamOrderAndItsFailureComesBackFromSynchronize) {
+  TERN_CUDA_RUNTIME_OR_SKIP(runtime);
+  const Stream stream = *runtime.create_stream();
+  Pinned staged(runtime, 4);
+  auto memory = must_allocate(runtime, 4, "memory");
+  staged.floats()[0] = 0.0f;
+  const float value = 2.5f;
+  std::vector<float> seen;
+  ASSERT_TRUE(runtime.copy_to_device(memory.get(), &value, 4, stream).ok());
+  ASSERT_TRUE(runtime.copy_to_host(staged.floats(), memory.get(), 4, stream).ok());
+  ASSERT_TRUE(runtime
+                  .enqueue_host(
+                      [&]() -> Status {
+                        seen.push_back(staged.floats()[0]);
+                        return Status::success();
+                      },
+                      stream)
+                  .ok());
+  ASSERT_TRUE(runtime.synchronize(stream).ok());
+  EXPECT_EQ(seen, std::vector<float>{2.5f});
+
+  ASSERT_TRUE(
+      runtime.enqueue_host([]() -> Status { return Error{"rank 2 is gone"}; }, stream).ok());
+  const Status synced = runtime.synchronize(stream);
+  ASSERT_FALSE(synced.ok());
+  EXPECT_EQ(synced.message(), "cuda: host work failed: rank 2 is gone");
+  EXPECT_TRUE(runtime.synchronize(stream).ok());  // reported once
+  runtime.destroy_stream(stream);
+}
+
+TEST(CudartDeviceRuntime, CapturedHostWorkRunsAtEachReplay) {
+  TERN_CUDA_RUNTIME_OR_SKIP(runtime);
+  const Stream stream = *runtime.create_stream();
+  int runs = 0;
+  ASSERT_TRUE(runtime.begin_capture(stream).ok());
+  ASSERT_TRUE(runtime
+                  .enqueue_host(
+                      [&]() -> Status {
+                        ++runs;
+                        return Status::success();
+                      },
+                      stream)
+                  .ok());
+  const Expected<Graph> graph = runtime.end_capture(stream);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  EXPECT_EQ(runs, 0);
+  for (int replay = 0; replay < 3; ++replay) ASSERT_TRUE(runtime.launch_graph(*graph, stream).ok());
+  ASSERT_TRUE(runtime.synchronize(stream).ok());
+  EXPECT_EQ(runs, 3);
+  runtime.destroy_graph(*graph);
+  runtime.destroy_stream(stream);
+}
+
 }  // namespace
 }  // namespace tern::engine::cuda

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -151,6 +154,142 @@ TEST(EmulatedDeviceRuntime, CaptureRefusesAllocationAndHostSynchronisationNaming
   ASSERT_TRUE(runtime->end_capture(stream).ok());
   EXPECT_FALSE(runtime->end_capture(stream).ok());
   EXPECT_TRUE(runtime->allocate(1024, "scratch").ok());  // and allowed again after
+}
+
+TEST(EmulatedDeviceRuntime, HostWorkRunsInStreamOrderWithCopiesAndFailsWithItsMessage) {
+  auto runtime = make_emulated_device_runtime(machine(1, 64 << 20));
+  const Stream stream = *runtime->create_stream();
+  auto memory = must_allocate(*runtime, 4, "memory");
+  const float* device = memory.as<float>();
+  std::vector<float> seen;
+  const auto look = [&]() -> Status {
+    seen.push_back(*device);  // emulated device memory is host memory
+    return Status::success();
+  };
+  const float value = 2.5f;
+  ASSERT_TRUE(runtime->copy_to_device(memory.get(), &value, 4, stream).ok());
+  ASSERT_TRUE(runtime->enqueue_host(look, stream).ok());
+  ASSERT_TRUE(runtime->fill(memory.get(), 0, 4, stream).ok());
+  ASSERT_TRUE(runtime->enqueue_host(look, stream).ok());
+  EXPECT_EQ(seen, (std::vector<float>{2.5f, 0.0f}));
+
+  const Status failed =
+      runtime->enqueue_host([]() -> Status { return Error{"rank 2 is gone"}; }, stream);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.message(), "rank 2 is gone");
+}
+
+TEST(EmulatedDeviceRuntime, CapturedHostWorkRunsAtEachReplayAndItsFailureFailsTheReplay) {
+  auto runtime = make_emulated_device_runtime(machine(1, 64 << 20));
+  const Stream stream = *runtime->create_stream();
+  auto memory = must_allocate(*runtime, 4, "memory");
+  const float* device = memory.as<float>();
+  float staged = 0.0f;
+  std::vector<float> seen;
+  ASSERT_TRUE(runtime->begin_capture(stream).ok());
+  ASSERT_TRUE(runtime->copy_to_device(memory.get(), &staged, 4, stream).ok());
+  ASSERT_TRUE(runtime
+                  ->enqueue_host(
+                      [&]() -> Status {
+                        seen.push_back(*device);
+                        if (seen.size() == 3) return Error{"the third replay fails"};
+                        return Status::success();
+                      },
+                      stream)
+                  .ok());
+  const Expected<Graph> graph = runtime->end_capture(stream);
+  ASSERT_TRUE(graph.ok()) << graph.error().message;
+  EXPECT_TRUE(seen.empty());  // recorded, not run
+
+  for (const float value : {1.0f, 2.0f}) {
+    staged = value;
+    ASSERT_TRUE(runtime->launch_graph(*graph, stream).ok());
+  }
+  staged = 3.0f;
+  const Status third = runtime->launch_graph(*graph, stream);
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.message(), "the third replay fails");
+  EXPECT_EQ(seen, (std::vector<float>{1.0f, 2.0f, 3.0f}));
+  runtime->destroy_graph(*graph);
+}
+
+// Tensor parallelism drives one device per thread: each thread allocates, launches, captures and
+// replays on its own device at the same time as the others, the four captures open at once
+// (run under TSan by `make tsan`).
+TEST(EmulatedDeviceRuntime, FourThreadsDriveFourDevicesAtOnce) {
+  constexpr int kDevices = 4;
+  constexpr std::uint64_t kMemory = 16 << 20;
+  auto runtime = make_emulated_device_runtime(machine(kDevices, kMemory));
+  std::barrier in_step(kDevices);
+  std::vector<std::string> failures(kDevices);
+  const auto drive = [&](int device) {
+    // A thread that stops early leaves the barrier, so the others never wait for it.
+    struct LeaveOnExit {
+      std::barrier<>& barrier;
+      ~LeaveOnExit() { barrier.arrive_and_drop(); }
+    } leave{in_step};
+    std::string& failure = failures[static_cast<std::size_t>(device)];
+    const auto fail = [&](std::string_view what, const std::string& message) {
+      if (failure.empty()) failure = std::string(what) + ": " + message;
+    };
+    if (Status set = runtime->set_device(device); !set.ok())
+      return fail("set_device", set.message());
+    for (int round = 0; round < 5; ++round) {
+      in_step.arrive_and_wait();
+      const int n = 64 + device;
+      const Expected<Stream> stream = runtime->create_stream();
+      if (!stream.ok()) return fail("create_stream", stream.error().message);
+      Expected<DeviceAllocation> into = DeviceAllocation::create(*runtime, n * 4, "into");
+      Expected<DeviceAllocation> from = DeviceAllocation::create(*runtime, n * 4, "from");
+      if (!into.ok() || !from.ok()) return fail("allocate", "failed");
+      const Expected<DeviceMemoryInfo> info = runtime->memory_info();
+      if (!info.ok() || info->free_bytes != kMemory - 2 * static_cast<std::uint64_t>(n) * 4)
+        return fail("memory_info", "another device's allocations counted on this one");
+      std::vector<float> zeros(static_cast<std::size_t>(n), 0.0f);
+      std::vector<float> ones(static_cast<std::size_t>(n), static_cast<float>(device + 1));
+      if (!runtime->copy_to_device(into->get(), zeros.data(), n * 4, *stream).ok())
+        return fail("copy", "failed");
+      // A launch now, then a graph of a copy and a launch, replayed three times.
+      if (!runtime->copy_to_device(from->get(), ones.data(), n * 4, *stream).ok())
+        return fail("copy", "failed");
+      const auto add = [&]() {
+        return runtime->launched(
+            runtime->kernels().add(into->as<float>(), from->as<float>(), n, stream->handle), "add");
+      };
+      if (Status added = add(); !added.ok()) return fail("add", added.message());
+      if (Status begun = runtime->begin_capture(*stream); !begun.ok())
+        return fail("begin_capture", begun.message());
+      in_step.arrive_and_wait();  // every thread is capturing now
+      if (!runtime->copy_to_device(from->get(), ones.data(), n * 4, *stream).ok())
+        return fail("copy", "failed during capture");
+      if (Status added = add(); !added.ok()) return fail("add during capture", added.message());
+      const Expected<Graph> graph = runtime->end_capture(*stream);
+      if (!graph.ok()) return fail("end_capture", graph.error().message);
+      for (int replay = 0; replay < 3; ++replay) {
+        if (Status launched = runtime->launch_graph(*graph, *stream); !launched.ok())
+          return fail("launch_graph", launched.message());
+      }
+      std::vector<float> result(static_cast<std::size_t>(n));
+      if (!runtime->copy_to_host(result.data(), into->get(), n * 4, *stream).ok() ||
+          !runtime->synchronize(*stream).ok())
+        return fail("download", "failed");
+      for (const float value : result) {
+        if (value != 4.0f * static_cast<float>(device + 1))
+          return fail("result",
+                      "device " + std::to_string(device) + " got " + std::to_string(value));
+      }
+      runtime->destroy_graph(*graph);
+      runtime->destroy_stream(*stream);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int device = 0; device < kDevices; ++device) threads.emplace_back(drive, device);
+  for (std::thread& thread : threads) thread.join();
+  for (int device = 0; device < kDevices; ++device) {
+    EXPECT_EQ(failures[static_cast<std::size_t>(device)], "") << "device " << device;
+    ASSERT_TRUE(runtime->set_device(device).ok());
+    EXPECT_EQ(runtime->memory_info()->free_bytes, kMemory);
+  }
 }
 
 #if defined(TERN_WITH_CUDA)
