@@ -168,7 +168,7 @@ TEST(EmulatedCommunicator, AMismatchedCollectiveFailsOnEveryRankAlike) {
   auto group = group_on(*runtime);
   ASSERT_EQ(group.size(), 4u);
   std::vector<std::string> counts(kRanks), sends(kRanks);
-  std::vector<bool> after(kRanks, false);
+  std::vector<char> after(kRanks, 0);  // not vector<bool>: each rank writes its own element
   on_every_rank(*runtime, [&](int rank) {
     const auto at = static_cast<std::size_t>(rank);
     Communicator& communicator = *group[at];
