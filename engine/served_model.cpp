@@ -50,6 +50,7 @@ BackendSpec backend_spec_of(const ModelSpec& spec) {
   BackendSpec backend;
   backend.kind = spec.backend;
   backend.devices = spec.devices;
+  backend.tensor_parallel = spec.tensor_parallel;
   backend.cuda = spec.cuda;
   backend.emulated = spec.emulated_device;
   return backend;

@@ -42,11 +42,12 @@ struct ModelSpec {
   std::string name;
   std::string path;
   std::vector<std::string> aliases;
-  // The backend's kind, CUDA device ordinals and settings, and the emulated machine (read by
-  // cuda-emulated only); its sizes follow max_num_seqs, max_num_batched_tokens and the context
-  // at load.
+  // The backend's kind, CUDA device ordinals, tensor-parallel ranks and settings, and the
+  // emulated machine (read by cuda-emulated only); its sizes follow max_num_seqs,
+  // max_num_batched_tokens and the context at load.
   BackendKind backend = BackendKind::cpu;
   std::vector<int> devices;
+  int tensor_parallel = 0;  // 0: unset (BackendSpec::tensor_parallel)
   CudaOptions cuda;
   EmulatedDeviceOptions emulated_device;
   int threads = 0;        // compute threads wanted; the shared pool takes the largest ask

@@ -375,8 +375,16 @@ void read_emulated_device(const Reader& r, const YAML::Node& node, EmulatedDevic
   }
 }
 
-// Rules between keys, once the whole model is read: `devices` and `kv_cache_dtype` depend on
-// the backend, and a cuda-emulated model's devices on the emulated machine.
+// "0, 1, 2" (fmt::join trips GCC's -Wstringop-overflow in fmt 9 here).
+std::string device_list(const std::vector<int>& devices) {
+  std::string list;
+  for (const int device : devices) list += (list.empty() ? "" : ", ") + std::to_string(device);
+  return list;
+}
+
+// Rules between keys, once the whole model is read: `devices`, `tensor_parallel` and
+// `kv_cache_dtype` depend on the backend, `tensor_parallel` on `devices`, and a cuda-emulated
+// model's devices on the emulated machine (engine::tensor_parallel_devices' rules, with lines).
 void check_model_backend(const Reader& r, const YAML::Node& node, const std::string& base,
                          const ModelConfig& model, int emulated_devices) {
   const engine::BackendKind kind = *engine::parse_backend_kind(model.backend);
@@ -384,12 +392,29 @@ void check_model_backend(const Reader& r, const YAML::Node& node, const std::str
     r.fail(node["devices"], join_path(base, "devices"),
            "is only valid with backend cuda or cuda-emulated");
   }
+  const std::string tensor_parallel = join_path(base, "tensor_parallel");
+  if (!engine::is_cuda(kind) && model.tensor_parallel > 1) {
+    r.fail(node["tensor_parallel"], tensor_parallel,
+           fmt::format("is {}, which needs backend cuda or cuda-emulated", model.tensor_parallel));
+  }
+  if (model.tensor_parallel > 0 && !model.devices.empty() &&
+      static_cast<std::size_t>(model.tensor_parallel) != model.devices.size()) {
+    r.fail(node["tensor_parallel"], tensor_parallel,
+           fmt::format("is {} but devices lists {} device{} ([{}])", model.tensor_parallel,
+                       model.devices.size(), model.devices.size() == 1 ? "" : "s",
+                       device_list(model.devices)));
+  }
   if (engine::is_cuda(kind) && model.kv_cache_dtype == "f32") {
     r.fail(node["kv_cache_dtype"], join_path(base, "kv_cache_dtype"),
            fmt::format("is f32, which backend {} does not support (its kernels take f16 and bf16)",
                        model.backend));
   }
   if (kind != engine::BackendKind::cuda_emulated) return;
+  if (model.devices.empty() && model.tensor_parallel > emulated_devices) {
+    r.fail(node["tensor_parallel"], tensor_parallel,
+           fmt::format("is {}, which needs emulated devices 0..{}, but emulated_device.count is {}",
+                       model.tensor_parallel, model.tensor_parallel - 1, emulated_devices));
+  }
   for (std::size_t i = 0; i < model.devices.size(); ++i) {
     if (model.devices[i] < emulated_devices) continue;
     r.fail(node["devices"][i], fmt::format("{}.devices[{}]", base, i),
@@ -406,6 +431,7 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
                  "aliases",
                  "backend",
                  "devices",
+                 "tensor_parallel",
                  "gpu_memory_utilization",
                  "cuda_graphs",
                  "threads",
@@ -459,6 +485,11 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
           r.fail(value[i], item, fmt::format("repeats device {}", device));
         }
         model.devices.push_back(device);
+      }
+    } else if (key == "tensor_parallel") {
+      model.tensor_parallel = r.int32(value, path);
+      if (model.tensor_parallel < 1) {
+        r.fail(value, path, fmt::format("must be >= 1, got '{}'", model.tensor_parallel));
       }
     } else if (key == "gpu_memory_utilization") {
       const double share = r.number(value, path);
@@ -646,6 +677,9 @@ std::string dump_config(const Config& config) {
     out << YAML::Key << "aliases" << YAML::Value << YAML::Flow << m.aliases;
     out << YAML::Key << "backend" << YAML::Value << m.backend;
     out << YAML::Key << "devices" << YAML::Value << YAML::Flow << m.devices;
+    if (m.tensor_parallel > 0) {
+      out << YAML::Key << "tensor_parallel" << YAML::Value << m.tensor_parallel;
+    }
     const engine::CudaOptions cuda;
     if (m.backend != "cpu" || m.gpu_memory_utilization) {
       // Shortest text that reads back the same, so the default dumps as 0.9.

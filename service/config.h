@@ -69,6 +69,9 @@ struct ModelConfig {
   std::vector<std::string> aliases;
   std::string backend = "cpu";  // cpu | cuda | cuda-emulated
   std::vector<int> devices;     // CUDA device ordinals; more than one means tensor parallelism
+  // Devices the model is split over, one tensor-parallel rank each; 0 (unset) means as many as
+  // `devices` lists, else 1. Given alone, N means devices 0..N-1 (engine::tensor_parallel_devices).
+  int tensor_parallel = 0;
   // Read by cuda and cuda-emulated only; unset means the default (engine::CudaOptions), and a
   // value given for a cpu model is a `--check` warning.
   std::optional<double> gpu_memory_utilization;

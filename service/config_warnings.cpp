@@ -75,7 +75,9 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
     }
     // What engine::check_backend_available refuses, in its order: no usable device, a device
     // the machine lacks (a real GPU only: cuda-emulated's devices are the config's), then more
-    // than one device until tensor parallelism.
+    // than one device until tensor parallelism. `tensor_parallel: N` alone names devices 0..N-1.
+    const bool ranks_without_devices = model.devices.empty() && model.tensor_parallel > 1;
+    const std::string tensor_parallel = base + ".tensor_parallel";
     if (model.backend == "cuda") {
       if (machine.cuda_devices == 0) {
         const std::string why =
@@ -94,12 +96,26 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                                 model.devices[d], machine.cuda_devices,
                                 machine.cuda_devices == 1 ? "" : "s")));
       }
+      if (ranks_without_devices && model.tensor_parallel > machine.cuda_devices) {
+        devices_present = false;
+        warnings.push_back(warning(
+            origin, tensor_parallel,
+            fmt::format("is {}, which needs CUDA devices 0..{}, but this machine has {} CUDA "
+                        "device{}",
+                        model.tensor_parallel, model.tensor_parallel - 1, machine.cuda_devices,
+                        machine.cuda_devices == 1 ? "" : "s")));
+      }
       if (!devices_present) continue;
     }
     if (model.devices.size() > 1) {
       warnings.push_back(warning(origin, base + ".devices[1]",
                                  "is a second device, but tensor parallelism over several "
                                  "devices is not built yet (issue 16)"));
+    } else if (ranks_without_devices) {
+      warnings.push_back(warning(origin, tensor_parallel,
+                                 fmt::format("is {}, but tensor parallelism over several devices "
+                                             "is not built yet (issue 16)",
+                                             model.tensor_parallel)));
     }
   }
   return warnings;

@@ -21,6 +21,7 @@ engine::ModelSpec to_model_spec(const ModelConfig& config,
   const auto backend = engine::parse_backend_kind(config.backend);
   spec.backend = backend ? *backend : engine::BackendKind::cpu;
   spec.devices = config.devices;
+  spec.tensor_parallel = config.tensor_parallel;
   if (config.gpu_memory_utilization) {
     spec.cuda.gpu_memory_utilization = *config.gpu_memory_utilization;
   }

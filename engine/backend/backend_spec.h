@@ -50,16 +50,26 @@ struct BackendOptions {
 };
 
 // Which backend runs a model, on which devices, for how large a batch: what the config's
-// `backend`, `devices`, CUDA and `emulated_device` keys and the CLI's flags for them say, plus
+// `backend`, `devices`, `tensor_parallel`, CUDA and `emulated_device` keys and the CLI's flags
+// for them say, plus
 // the sizes the caller's scheduler needs. create_backend (backend_factory.h) builds it.
 struct BackendSpec {
   BackendKind kind = BackendKind::cpu;
   // CUDA device ordinals, only with cuda or cuda-emulated (the emulated machine's devices);
-  // empty means device 0.
+  // empty means device 0, or 0..tensor_parallel-1.
   std::vector<int> devices;
+  // How many devices the model is split over, one tensor-parallel rank each (issue 16); 0 is
+  // unset: as many as `devices` lists, else 1. tensor_parallel_devices reconciles the two.
+  int tensor_parallel = 0;
   CudaOptions cuda;
   EmulatedDeviceOptions emulated;
   BackendOptions options;
 };
+
+// The devices the model runs on, one tensor-parallel rank each, in rank order: `devices` when
+// given, else 0..tensor_parallel-1, else {0}. An error where the two disagree
+// ("tensor_parallel is 2 but devices lists 3 devices ([0, 1, 2])"), where tensor_parallel is
+// below 1 once set, or where a cpu backend is asked for more than one rank.
+Expected<std::vector<int>> tensor_parallel_devices(const BackendSpec& spec);
 
 }  // namespace tern::engine

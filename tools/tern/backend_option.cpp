@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -79,7 +80,30 @@ Expected<engine::BackendSpec> parse_backend_options(const Arguments& parsed) {
       return Error{"--devices needs --backend cuda or cuda-emulated"};
     }
   }
+  if (const auto text = parsed.value("tensor-parallel")) {
+    auto ranks = parsed.integer("tensor-parallel", 0);
+    if (!ranks) return ranks.error();
+    if (*ranks < 1 || *ranks > std::numeric_limits<int>::max()) {
+      return Error{fmt::format("--tensor-parallel must be >= 1, got '{}'", *text)};
+    }
+    spec.tensor_parallel = static_cast<int>(*ranks);
+    if (spec.tensor_parallel > 1 && !engine::is_cuda(spec.kind)) {
+      return Error{"--tensor-parallel needs --backend cuda or cuda-emulated"};
+    }
+    if (!spec.devices.empty() &&
+        static_cast<std::size_t>(spec.tensor_parallel) != spec.devices.size()) {
+      return Error{fmt::format("--tensor-parallel is {} but --devices lists {} device{} ({})",
+                               spec.tensor_parallel, spec.devices.size(),
+                               spec.devices.size() == 1 ? "" : "s", *parsed.value("devices"))};
+    }
+  }
   if (spec.kind == engine::BackendKind::cuda_emulated) {
+    if (spec.devices.empty() && spec.tensor_parallel > spec.emulated.devices) {
+      return Error{fmt::format(
+          "--tensor-parallel is {}, which needs emulated devices 0..{}, but --emulated-devices "
+          "is {}",
+          spec.tensor_parallel, spec.tensor_parallel - 1, spec.emulated.devices)};
+    }
     for (const int device : spec.devices) {
       if (device >= spec.emulated.devices) {
         return Error{fmt::format("--devices names emulated device {}, but --emulated-devices is {}",

@@ -24,7 +24,7 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 13> kOptions{{
+constexpr std::array<OptionSpec, 14> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
@@ -32,6 +32,7 @@ constexpr std::array<OptionSpec, 13> kOptions{{
     {"threads", true, "compute threads of the CPU backend (default: one per core)", 't'},
     kBackendOption,
     kDevicesOption,
+    kTensorParallelOption,
     kGpuMemoryUtilizationOption,
     kNoCudaGraphsOption,
     kEmulatedDevicesOption,
@@ -44,7 +45,7 @@ constexpr std::array<OptionSpec, 13> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32] "
-    "[--backend cpu|cuda|cuda-emulated] [--devices 0,1]\n";
+    "[--backend cpu|cuda|cuda-emulated] [--devices 0,1] [--tensor-parallel N]\n";
 
 struct Stats {
   double mean = 0, stddev = 0;

@@ -23,7 +23,7 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 19> kOptions{{
+constexpr std::array<OptionSpec, 20> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"prompt", true, "prompt text (tokenized with the model's tokenizer)", 'p'},
     {"prompt-ids", true, "prompt as comma-separated token ids instead of text"},
@@ -35,6 +35,7 @@ constexpr std::array<OptionSpec, 19> kOptions{{
     {"threads", true, "compute threads (default: one per core)", 't'},
     kBackendOption,
     kDevicesOption,
+    kTensorParallelOption,
     kGpuMemoryUtilizationOption,
     kNoCudaGraphsOption,
     kEmulatedDevicesOption,
@@ -49,7 +50,8 @@ constexpr std::array<OptionSpec, 19> kOptions{{
 
 constexpr std::string_view kUsage =
     "usage: tern generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [-n N] [--temp T] "
-    "[--seed S] [--threads T] [--backend cpu|cuda|cuda-emulated] [--devices 0,1] [--print-ids]\n"
+    "[--seed S] [--threads T] [--backend cpu|cuda|cuda-emulated] [--devices 0,1]\n"
+    "                     [--tensor-parallel N] [--print-ids]\n"
     "       tern generate --model PATH --prompts-file F.jsonl [--parallel N] [-n N] [--temp T]\n";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -25,7 +25,7 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 13> kOptions{{
+constexpr std::array<OptionSpec, 14> kOptions{{
     {"config", true, "YAML file that lists the server settings and the models to serve", 'c'},
     {"model", true,
      "serve one model: a .gguf file or a Hugging Face directory; 'demo' serves the random demo "
@@ -36,6 +36,7 @@ constexpr std::array<OptionSpec, 13> kOptions{{
      "with --model: cpu (default), cuda, or cuda-emulated (the CUDA path on the SIMT emulator, a "
      "slow test mode); one the build or machine lacks is an error"},
     kDevicesOption,
+    kTensorParallelOption,
     kGpuMemoryUtilizationOption,
     kNoCudaGraphsOption,
     kEmulatedDevicesOption,
@@ -50,8 +51,8 @@ constexpr std::array<OptionSpec, 13> kOptions{{
 constexpr std::string_view kUsage =
     "usage: tern serve --config FILE [--host H] [--port P] [--check]\n"
     "       tern serve --model PATH [--name N] [--backend cpu|cuda|cuda-emulated] [--devices 0,1]\n"
-    "                  [--gpu-memory-utilization F] [--no-cuda-graphs] [--host H] [--port P] "
-    "[--check]\n";
+    "                  [--tensor-parallel N] [--gpu-memory-utilization F] [--no-cuda-graphs]\n"
+    "                  [--host H] [--port P] [--check]\n";
 
 constexpr std::string_view kDemoPath = "models/demo.gguf";
 
@@ -83,6 +84,7 @@ Expected<service::Config> one_model_config(const Arguments& parsed, bool& demo) 
   if (!backend) return backend.error();
   model.backend = std::string(engine::to_string(backend->kind));
   model.devices = backend->devices;
+  model.tensor_parallel = backend->tensor_parallel;
   if (parsed.has("gpu-memory-utilization")) {
     model.gpu_memory_utilization = backend->cuda.gpu_memory_utilization;
   }

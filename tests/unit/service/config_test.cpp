@@ -185,6 +185,76 @@ TEST(Config, CudaEmulatedDevicesAreTheEmulatedMachines) {
           .ok());
 }
 
+// tensor_parallel: N splits the model over N devices: devices 0..N-1, or the N that `devices`
+// lists. Unset is 0: as many as `devices` lists, else one.
+TEST(Config, ReadsTensorParallel) {
+  const auto alone = parse_config(
+      "models:\n  - name: a\n    path: /a\n    backend: cuda\n    tensor_parallel: 2\n", "t.yaml",
+      kNoEnvironment);
+  ASSERT_TRUE(alone.ok()) << alone.error().message;
+  EXPECT_EQ(alone->models[0].tensor_parallel, 2);
+  EXPECT_TRUE(alone->models[0].devices.empty());
+  EXPECT_EQ(alone->origin.lines.at("models[0].tensor_parallel"), 5);
+  const auto both = parse_config(
+      "models:\n  - name: a\n    path: /a\n    backend: cuda\n    devices: [1, 0]\n    "
+      "tensor_parallel: 2\n",
+      "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->models[0].tensor_parallel, 2);
+  EXPECT_EQ(both->models[0].devices, (std::vector<int>{1, 0}));
+  const auto emulated = parse_config(
+      "emulated_device: {count: 2}\nmodels:\n  - name: a\n    path: /a\n    backend: "
+      "cuda-emulated\n    tensor_parallel: 2\n",
+      "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(emulated.ok()) << emulated.error().message;
+  EXPECT_EQ(emulated->models[0].tensor_parallel, 2);
+  // One rank is what the CPU runs anyway.
+  const auto cpu =
+      parse_config(std::string(kMinimal) + "    tensor_parallel: 1\n", "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
+  EXPECT_EQ(cpu->models[0].tensor_parallel, 1);
+  const auto unset = parse_config(kMinimal, "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(unset.ok());
+  EXPECT_EQ(unset->models[0].tensor_parallel, 0);
+}
+
+TEST(Config, TensorParallelErrorsNameTheKey) {
+  const std::string models(kMinimal);
+  const std::string cuda = models + "    backend: cuda\n";
+  const std::string emulated = models + "    backend: cuda-emulated\n";
+  EXPECT_EQ(error_of(cuda + "    tensor_parallel: 0\n"),
+            "test.yaml:5: models[0].tensor_parallel must be >= 1, got '0'");
+  EXPECT_EQ(error_of(cuda + "    tensor_parallel: -2\n"),
+            "test.yaml:5: models[0].tensor_parallel must be >= 1, got '-2'");
+  EXPECT_EQ(error_of(cuda + "    tensor_parallel: two\n"),
+            "test.yaml:5: models[0].tensor_parallel must be an integer, got 'two'");
+  EXPECT_EQ(error_of(models + "    tensor_parallel: 2\n"),
+            "test.yaml:4: models[0].tensor_parallel is 2, which needs backend cuda or "
+            "cuda-emulated");
+  EXPECT_EQ(error_of(models + "    backend: cpu\n    tensor_parallel: 4\n"),
+            "test.yaml:5: models[0].tensor_parallel is 4, which needs backend cuda or "
+            "cuda-emulated");
+  EXPECT_EQ(error_of(cuda + "    devices: [0, 1, 2]\n    tensor_parallel: 2\n"),
+            "test.yaml:6: models[0].tensor_parallel is 2 but devices lists 3 devices ([0, 1, 2])");
+  EXPECT_EQ(error_of(cuda + "    tensor_parallel: 2\n    devices: [3]\n"),
+            "test.yaml:5: models[0].tensor_parallel is 2 but devices lists 1 device ([3])");
+  EXPECT_EQ(error_of("emulated_device: {count: 2}\n" + emulated +
+                     "    devices: [0, 1]\n    tensor_parallel: 1\n"),
+            "test.yaml:7: models[0].tensor_parallel is 1 but devices lists 2 devices ([0, 1])");
+  // Given alone on cuda-emulated, N needs devices 0..N-1 of the emulated machine.
+  EXPECT_EQ(error_of(emulated + "    tensor_parallel: 2\n"),
+            "test.yaml:5: models[0].tensor_parallel is 2, which needs emulated devices 0..1, but "
+            "emulated_device.count is 1");
+  EXPECT_EQ(error_of("emulated_device: {count: 2}\n" + emulated + "    tensor_parallel: 4\n"),
+            "test.yaml:6: models[0].tensor_parallel is 4, which needs emulated devices 0..3, but "
+            "emulated_device.count is 2");
+  // A cuda model's devices are the real machine's: --check warns, the file is valid.
+  EXPECT_TRUE(parse_config(cuda + "    tensor_parallel: 8\n", "t.yaml", kNoEnvironment).ok());
+  EXPECT_EQ(error_of(models + "    tensor_paralel: 2\n"),
+            "test.yaml:4: models[0].tensor_paralel is not a known key (did you mean "
+            "'tensor_parallel'?)");
+}
+
 // The CUDA kernels take f16 and bf16 KV caches only.
 TEST(Config, CudaBackendsRefuseAnF32KvCache) {
   for (const std::string backend : {"cuda", "cuda-emulated"}) {
@@ -485,6 +555,21 @@ TEST(Config, DumpFillsInTheCudaDefaultsWhereTheyApply) {
   ASSERT_TRUE(cpu_only.ok());
   EXPECT_EQ(dump_config(*cpu_only).find("emulated_device"), std::string::npos);
   EXPECT_EQ(dump_config(*cpu_only).find("gpu_memory_utilization"), std::string::npos);
+}
+
+TEST(Config, DumpWritesTensorParallelWhereItIsSet) {
+  const auto config = parse_config(
+      "models:\n  - name: c\n    path: /c\n  - name: g\n    path: /g\n    backend: cuda\n    "
+      "tensor_parallel: 2\n",
+      "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const std::string dumped = dump_config(*config);
+  EXPECT_EQ(dumped.find("tensor_parallel"), dumped.rfind("tensor_parallel")) << dumped;
+  EXPECT_NE(dumped.find("tensor_parallel: 2"), std::string::npos) << dumped;
+  const auto reparsed = parse_config(dumped, "dump.yaml", kNoEnvironment);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.error().message << "\n" << dumped;
+  EXPECT_EQ(reparsed->models[0].tensor_parallel, 0) << dumped;
+  EXPECT_EQ(reparsed->models[1].tensor_parallel, 2) << dumped;
 }
 
 TEST(Config, MissingFileIsAnError) {

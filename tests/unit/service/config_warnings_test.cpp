@@ -91,6 +91,42 @@ TEST(ConfigWarnings, CudaEmulatedRunsAnywhereOnOneDevice) {
             "over several devices is not built yet (issue 16)");
 }
 
+// tensor_parallel: N alone names devices 0..N-1: the machine must have them, and until tensor
+// parallelism lands (issue 16) several of them are a warning as several `devices` are.
+TEST(ConfigWarnings, TensorParallelAloneNeedsItsFirstDevices) {
+  const Config config =
+      parse("models:\n  - name: a\n    path: /a\n    backend: cuda\n    tensor_parallel: 2\n");
+  const std::vector<std::string> one = machine_warnings(config, machine({"/a"}, 1));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0],
+            "test.yaml:5: warning: models[0].tensor_parallel is 2, which needs CUDA devices 0..1, "
+            "but this machine has 1 CUDA device");
+  const std::vector<std::string> two = machine_warnings(config, machine({"/a"}, 2));
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0],
+            "test.yaml:5: warning: models[0].tensor_parallel is 2, but tensor parallelism over "
+            "several devices is not built yet (issue 16)");
+  const Config emulated = parse(
+      "emulated_device: {count: 2}\nmodels:\n  - name: a\n    path: /a\n    backend: "
+      "cuda-emulated\n    tensor_parallel: 2\n");
+  const std::vector<std::string> warnings = machine_warnings(emulated, machine({"/a"}, 0));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "test.yaml:6: warning: models[0].tensor_parallel is 2, but tensor parallelism over "
+            "several devices is not built yet (issue 16)");
+  // One rank, or the ranks given by `devices` (warned about there), say nothing more.
+  EXPECT_TRUE(machine_warnings(parse("models:\n  - name: a\n    path: /a\n    backend: cuda\n    "
+                                     "tensor_parallel: 1\n"),
+                               machine({"/a"}, 1))
+                  .empty());
+  const std::vector<std::string> both = machine_warnings(
+      parse("models:\n  - name: a\n    path: /a\n    backend: cuda\n    devices: [0, 1]\n    "
+            "tensor_parallel: 2\n"),
+      machine({"/a"}, 2));
+  ASSERT_EQ(both.size(), 1u);
+  EXPECT_NE(both[0].find("models[0].devices[1] is a second device"), std::string::npos) << both[0];
+}
+
 // The CPU reads none of the CUDA keys: they are valid, and --check says they do nothing.
 TEST(ConfigWarnings, CudaSettingsHaveNoEffectOnTheCpu) {
   const Config config = parse(

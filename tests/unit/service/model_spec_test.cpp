@@ -48,5 +48,17 @@ TEST(ModelSpec, CarriesTheCudaSettingsAndTheEmulatedMachine) {
   EXPECT_EQ(backend.emulated.devices, 3);
 }
 
+TEST(ModelSpec, CarriesTensorParallelIntoTheBackendSpec) {
+  ModelConfig config;
+  config.backend = "cuda-emulated";
+  config.tensor_parallel = 2;
+  const engine::ModelSpec spec = to_model_spec(config, {});
+  EXPECT_EQ(spec.tensor_parallel, 2);
+  const engine::BackendSpec backend = engine::backend_spec_of(spec);
+  EXPECT_EQ(backend.tensor_parallel, 2);
+  EXPECT_EQ(*engine::tensor_parallel_devices(backend), (std::vector<int>{0, 1}));
+  EXPECT_EQ(to_model_spec(ModelConfig{}, {}).tensor_parallel, 0);
+}
+
 }  // namespace
 }  // namespace tern::service
