@@ -73,9 +73,9 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
       }
       continue;
     }
-    // What engine::check_backend_available refuses, in its order: no usable device, a device
-    // the machine lacks (a real GPU only: cuda-emulated's devices are the config's), then more
-    // than one device until tensor parallelism. `tensor_parallel: N` alone names devices 0..N-1.
+    // What engine::check_backend_available refuses, in its order: no usable device, then a
+    // device the machine lacks (a real GPU only: cuda-emulated's devices are the config's).
+    // `tensor_parallel: N` alone names devices 0..N-1.
     const bool ranks_without_devices = model.devices.empty() && model.tensor_parallel > 1;
     const std::string tensor_parallel = base + ".tensor_parallel";
     if (model.backend == "cuda") {
@@ -86,10 +86,8 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                                    "is cuda, but this machine has no usable CUDA device" + why));
         continue;
       }
-      bool devices_present = true;
       for (std::size_t d = 0; d < model.devices.size(); ++d) {
         if (model.devices[d] < machine.cuda_devices) continue;
-        devices_present = false;
         warnings.push_back(
             warning(origin, fmt::format("{}.devices[{}]", base, d),
                     fmt::format("is CUDA device {}, but this machine has {} CUDA device{}",
@@ -97,7 +95,6 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                                 machine.cuda_devices == 1 ? "" : "s")));
       }
       if (ranks_without_devices && model.tensor_parallel > machine.cuda_devices) {
-        devices_present = false;
         warnings.push_back(warning(
             origin, tensor_parallel,
             fmt::format("is {}, which needs CUDA devices 0..{}, but this machine has {} CUDA "
@@ -105,17 +102,6 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
                         model.tensor_parallel, model.tensor_parallel - 1, machine.cuda_devices,
                         machine.cuda_devices == 1 ? "" : "s")));
       }
-      if (!devices_present) continue;
-    }
-    if (model.devices.size() > 1) {
-      warnings.push_back(warning(origin, base + ".devices[1]",
-                                 "is a second device, but tensor parallelism over several "
-                                 "devices is not built yet (issue 16)"));
-    } else if (ranks_without_devices) {
-      warnings.push_back(warning(origin, tensor_parallel,
-                                 fmt::format("is {}, but tensor parallelism over several devices "
-                                             "is not built yet (issue 16)",
-                                             model.tensor_parallel)));
     }
   }
   return warnings;

@@ -7,7 +7,10 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/cudart_device_runtime.h"
+#include "engine/backend/cuda/emulated_communicator.h"
 #include "engine/backend/cuda/emulated_device_runtime.h"
+#include "engine/backend/cuda/nccl_communicator.h"
+#include "engine/backend/cuda/tensor_parallel_backend.h"
 
 namespace tern::engine {
 namespace {
@@ -34,24 +37,57 @@ Status check_cuda_options(const BackendSpec& spec) {
   return Status::success();
 }
 
-// More than one device is tensor parallelism (issue 16): not yet, and never silently one device.
-Status check_single_device(const BackendSpec& spec) {
-  if (spec.devices.size() <= 1) return Status::success();
-  return unavailable(spec, fmt::format("{} devices given, but tensor parallelism over several "
-                                       "devices is not built yet (issue 16): give one device",
-                                       spec.devices.size()));
+// The ranks' devices: `devices`, or 0..tensor_parallel-1 (backend_spec.h).
+Expected<std::vector<int>> rank_devices(const BackendSpec& spec) {
+  auto devices = tensor_parallel_devices(spec);
+  if (!devices) return unavailable(spec, devices.error().message);
+  return devices;
 }
 
 // The emulator is built into every tern, so only the emulated machine's size can be short.
 Status check_emulated_available(const BackendSpec& spec) {
-  for (const int device : spec.devices) {
+  auto devices = rank_devices(spec);
+  if (!devices) return devices.error();
+  for (const int device : *devices) {
     if (device < 0 || device >= spec.emulated.devices) {
       return unavailable(
           spec, fmt::format("there is no emulated CUDA device {}; the emulated machine has {}",
                             device, spec.emulated.devices));
     }
   }
-  return check_single_device(spec);
+  return Status::success();
+}
+
+// One device: a CudaBackend on the engine's thread. Several: a TensorParallelBackend, a rank
+// per device, each on its own thread, over one runtime and a communicator per rank (emulated,
+// or NCCL loaded at run time).
+Expected<std::unique_ptr<Backend>> create_cuda_backend(const BackendSpec& spec,
+                                                       const ModelWeights& weights) {
+  auto devices = rank_devices(spec);
+  if (!devices) return devices.error();
+  std::unique_ptr<cuda::DeviceRuntime> runtime;
+  if (spec.kind == BackendKind::cuda_emulated) {
+    runtime = cuda::make_emulated_device_runtime(spec.emulated);
+  } else {
+    auto made = cuda::make_cuda_device_runtime(devices->front());
+    if (!made) return unavailable(spec, made.error().message);
+    runtime = std::move(*made);
+  }
+  if (devices->size() == 1) {
+    auto backend = cuda::CudaBackend::create(std::move(runtime), devices->front(), weights,
+                                             spec.options, spec.cuda);
+    if (!backend) return unavailable(spec, backend.error().message);
+    return std::unique_ptr<Backend>(std::move(*backend));
+  }
+  auto communicators = spec.kind == BackendKind::cuda_emulated
+                           ? cuda::make_emulated_communicators(*runtime, *devices)
+                           : cuda::make_nccl_communicators(*devices);
+  if (!communicators) return unavailable(spec, communicators.error().message);
+  auto backend = cuda::TensorParallelBackend::create(
+      std::shared_ptr<cuda::DeviceRuntime>(std::move(runtime)), *devices, weights, spec.options,
+      spec.cuda, std::move(*communicators));
+  if (!backend) return unavailable(spec, backend.error().message);
+  return std::unique_ptr<Backend>(std::move(*backend));
 }
 
 }  // namespace
@@ -75,13 +111,15 @@ Status check_backend_available(const BackendSpec& spec, const DeviceReport& devi
     return unavailable(spec,
                        devices.cuda_status.empty() ? "no CUDA device found" : devices.cuda_status);
   }
-  for (const int device : spec.devices) {
+  auto ranks = rank_devices(spec);
+  if (!ranks) return ranks.error();
+  for (const int device : *ranks) {
     if (device < 0 || device >= cuda_devices) {
       return unavailable(spec, fmt::format("there is no CUDA device {}; this machine has {} ({})",
                                            device, cuda_devices, devices.cuda_status));
     }
   }
-  return check_single_device(spec);
+  return Status::success();
 }
 
 Status check_backend_available(const BackendSpec& spec) {
@@ -105,22 +143,9 @@ Expected<std::unique_ptr<Backend>> create_backend(const BackendSpec& spec,
       if (!backend) return backend.error();
       return std::unique_ptr<Backend>(std::move(*backend));
     }
-    case BackendKind::cuda_emulated: {
-      const int device = spec.devices.empty() ? 0 : spec.devices.front();
-      auto backend = cuda::CudaBackend::create(cuda::make_emulated_device_runtime(spec.emulated),
-                                               device, weights, spec.options, spec.cuda);
-      if (!backend) return unavailable(spec, backend.error().message);
-      return std::unique_ptr<Backend>(std::move(*backend));
-    }
-    case BackendKind::cuda: {
-      const int device = spec.devices.empty() ? 0 : spec.devices.front();
-      auto runtime = cuda::make_cuda_device_runtime(device);
-      if (!runtime) return unavailable(spec, runtime.error().message);
-      auto backend =
-          cuda::CudaBackend::create(std::move(*runtime), device, weights, spec.options, spec.cuda);
-      if (!backend) return unavailable(spec, backend.error().message);
-      return std::unique_ptr<Backend>(std::move(*backend));
-    }
+    case BackendKind::cuda_emulated:
+    case BackendKind::cuda:
+      return create_cuda_backend(spec, weights);
   }
   return unavailable(spec, "unknown backend kind");
 }

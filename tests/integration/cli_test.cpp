@@ -539,35 +539,16 @@ TEST(Cli, GenerateAndBenchTakeABackend) {
   }
 }
 
-constexpr std::string_view kEmulatedTensorParallel =
-    "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices is not "
-    "built yet (issue 16): give one device";
-
-// cuda-emulated needs no GPU, so on every machine it runs, on one device: several are tensor
-// parallelism (issue 16), which stops the server before it listens, exit 2, as cuda's reasons
-// do; --check warns and passes.
-TEST_F(CliConfigFile, ServeRefusesCudaEmulatedOnSeveralDevicesAtStartupAndCheckWarns) {
+// cuda-emulated needs no GPU, so it runs on every machine, on one emulated device or several
+// (tensor parallelism): --check passes without a warning.
+TEST_F(CliConfigFile, CheckAcceptsCudaEmulatedOnSeveralDevices) {
   const std::string path = write(
       "server:\n  host: 127.0.0.1\n  port: 0\nemulated_device:\n  count: 2\nmodels:\n  - name: "
       "emulated\n    path: /nonexistent/model.gguf\n    backend: cuda-emulated\n    devices: "
       "[0, 1]\n");
-  const CommandResult served = run(fmt::format("serve --config '{}'", path));
-  EXPECT_EQ(served.exit_code, 2) << served.output;
-  EXPECT_NE(
-      served.output.find(fmt::format("tern serve: model 'emulated' (/nonexistent/model.gguf): "
-                                     "{}\n",
-                                     kEmulatedTensorParallel)),
-      std::string::npos)
-      << served.output;
-  EXPECT_EQ(served.output.find("listening on"), std::string::npos) << served.output;
-
   const CommandResult checked = run(fmt::format("serve --config '{}' --check", path));
   EXPECT_EQ(checked.exit_code, 0) << checked.output;
-  EXPECT_NE(checked.output.find(path + ":10: warning: models[0].devices[1] is a second device, "
-                                       "but tensor parallelism over several devices is not built "
-                                       "yet (issue 16)"),
-            std::string::npos)
-      << checked.output;
+  EXPECT_EQ(checked.output.find("models[0].devices"), std::string::npos) << checked.output;
   EXPECT_EQ(checked.output.find("models[0].backend"), std::string::npos) << checked.output;
   EXPECT_NE(checked.output.find("backend: cuda-emulated"), std::string::npos) << checked.output;
   EXPECT_NE(checked.output.find("gpu_memory_utilization: 0.9"), std::string::npos)
@@ -605,10 +586,11 @@ struct CudaReferenceCase {
   const char* model;
   const char* reference;
   bool quantized;  // QuantizedAgreement's rules; else exact up to the first near tie
+  int tensor_parallel = 1;
 };
 
 void PrintTo(const CudaReferenceCase& c, std::ostream* out) {
-  *out << c.model;
+  *out << c.model << " tp " << c.tensor_parallel;
 }
 
 class CliCudaReference : public ::testing::TestWithParam<CudaReferenceCase> {};
@@ -633,10 +615,17 @@ TEST_P(CliCudaReference, GenerateMeetsTheCpuReferenceCriteria) {
                          fmt::join(reference.prompt_ids, ", "), reference.greedy_ids.size());
     }
   }
+  // Tensor parallelism: N ranks, on emulated devices 0..N-1 or the first N GPUs.
+  std::string ranks;
+  if (c.tensor_parallel > 1) {
+    ranks = fmt::format(" --tensor-parallel {}", c.tensor_parallel);
+    if (backend == "cuda-emulated")
+      ranks += fmt::format(" --emulated-devices {}", c.tensor_parallel);
+  }
   const CommandResult result =
       run(fmt::format("generate --model '{}' --prompts-file '{}' --parallel 8 --temp 0 "
-                      "--backend {}",
-                      model.string(), prompts.string(), backend),
+                      "--backend {}{}",
+                      model.string(), prompts.string(), backend, ranks),
           true);
   std::filesystem::remove(prompts);
   ASSERT_EQ(result.exit_code, 0) << result.output;
@@ -685,9 +674,18 @@ INSTANTIATE_TEST_SUITE_P(
                       CudaReferenceCase{"models/tinystories-656k-q8_0.gguf",
                                         "reference/tinystories-656k-q8_0.gguf.greedy.jsonl", true},
                       CudaReferenceCase{"models/tinystories-656k-q4_0.gguf",
-                                        "reference/tinystories-656k-q4_0.gguf.greedy.jsonl", true}),
+                                        "reference/tinystories-656k-q4_0.gguf.greedy.jsonl", true},
+                      CudaReferenceCase{"models/tinystories-656k-f32.gguf",
+                                        "reference/tinystories-656k.greedy.jsonl", false, 2},
+                      CudaReferenceCase{"models/tinystories-656k-f32.gguf",
+                                        "reference/tinystories-656k.greedy.jsonl", false, 4},
+                      CudaReferenceCase{"models/random-qwen3-tiny",
+                                        "reference/random-qwen3-tiny.greedy.jsonl", false, 2}),
     [](const ::testing::TestParamInfo<CudaReferenceCase>& param_info) {
       std::string name = std::string(param_info.param.model).substr(std::strlen("models/"));
+      if (param_info.param.tensor_parallel > 1) {
+        name += fmt::format("_tensor_parallel_{}", param_info.param.tensor_parallel);
+      }
       std::replace_if(
           name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
       return name;
@@ -745,13 +743,14 @@ TEST(Cli, ServeModelTakesTheCudaOptions) {
   const std::string serve =
       "serve --model /nonexistent/model.gguf --name emu --host 127.0.0.1 "
       "--port 0 --backend cuda-emulated";
+  // Two devices are accepted (tensor parallelism): what stops this one is the missing model.
   const CommandResult refused = run(serve + " --devices 0,1 --emulated-devices 2");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
-  EXPECT_NE(refused.output.find(fmt::format("tern serve: model 'emu' (/nonexistent/model.gguf): {}",
-                                            kEmulatedTensorParallel)),
+  EXPECT_NE(refused.output.find("tern serve: model 'emu' (/nonexistent/model.gguf): "),
             std::string::npos)
       << refused.output;
-  EXPECT_EQ(refused.output.find("listening on"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("/nonexistent/model.gguf: cannot open"), std::string::npos)
+      << refused.output;
 
   const CommandResult two = run(serve + " --devices 0,1");
   EXPECT_EQ(two.exit_code, 2) << two.output;
@@ -837,7 +836,8 @@ TEST(Cli, GenerateAndBenchTakeTheCudaOptions) {
                                   " --devices 2,0 --emulated-devices 3 --emulated-device-memory "
                                   "1GiB --gpu-memory-utilization 0.7 --no-cuda-graphs");
     EXPECT_EQ(all.exit_code, 2) << all.output;
-    EXPECT_NE(all.output.find(kEmulatedTensorParallel), std::string::npos) << all.output;
+    EXPECT_NE(all.output.find("/nonexistent/model.gguf: cannot open"), std::string::npos)
+        << all.output;
     const CommandResult missing = run(emulated + " --devices 0,3 --emulated-devices 3");
     EXPECT_EQ(missing.exit_code, 2) << missing.output;
     EXPECT_NE(missing.output.find("--devices names emulated device 3, but --emulated-devices is 3"),

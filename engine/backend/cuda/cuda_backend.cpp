@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/backend/cuda/communicator.h"
 #include "engine/backend/cuda/cuda_batch_ops.h"
 #include "engine/backend/cuda/decode_graphs.h"
 #include "engine/backend/cuda/device_kv_cache.h"
@@ -32,8 +33,11 @@ std::string readable_bytes(std::uint64_t bytes) {
 // The model's graph over the CUDA op table. Members are destroyed in reverse order, so every
 // device allocation is freed before the runtime that made it.
 struct CudaBackend::State {
-  std::unique_ptr<DeviceRuntime> runtime;
+  std::shared_ptr<DeviceRuntime> runtime;  // shared by the ranks of a tensor-parallel group
   int device = 0;
+  RankContext rank;
+  std::int32_t whole_vocab = 0;   // the logits rows' width; spec.shape.vocab is this rank's slice
+  std::int32_t vocab_offset = 0;  // where this rank's slice starts in a row
   Stream stream;
   GraphSpec spec;
   ModelGraph graph = nullptr;
@@ -116,6 +120,13 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
                                                            int device, const ModelWeights& weights,
                                                            const BackendOptions& options,
                                                            const CudaOptions& cuda_options) {
+  return create_rank(std::shared_ptr<DeviceRuntime>(std::move(runtime)), device, weights, options,
+                     cuda_options, RankContext{});
+}
+
+Expected<std::unique_ptr<CudaBackend>> CudaBackend::create_rank(
+    std::shared_ptr<DeviceRuntime> runtime, int device, const ModelWeights& weights,
+    const BackendOptions& options, const CudaOptions& cuda_options, const RankContext& rank) {
   const ModelConfig& config = weights.config();
   const std::string_view name = runtime->name();
   if (options.max_batch_tokens <= 0 || options.max_sequences <= 0) {
@@ -130,6 +141,19 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   state->runtime = std::move(runtime);
   state->device = device;
   state->spec = GraphSpec::of(weights);
+  state->rank = rank;
+  state->whole_vocab = state->spec.shape.vocab;
+  if (rank.slice.ranks > 1) {
+    if (rank.communicator == nullptr || rank.communicator->ranks() != rank.slice.ranks ||
+        rank.communicator->rank() != rank.slice.rank) {
+      return Error{fmt::format("{} backend: rank {} of {} needs that rank's communicator", name,
+                               rank.slice.rank, rank.slice.ranks)};
+    }
+    auto sliced = rank_shape(weights, rank.slice);
+    if (!sliced) return sliced.error();
+    state->spec.shape = *sliced;
+    state->vocab_offset = rank.slice.rank * sliced->vocab;
+  }
   state->graph = architecture->graph;
   state->options = options;
   state->cuda_options = cuda_options;
@@ -164,7 +188,7 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   auto tables = ModelTables::build(weights);
   if (!tables) return tables.error();
   state->rope_layout = tables->rope_layout;
-  auto uploaded = DeviceModelWeights::upload(rt, state->stream, weights, *tables);
+  auto uploaded = DeviceModelWeights::upload(rt, state->stream, weights, *tables, rank.slice);
   if (!uploaded) return uploaded.error();
   state->weights.emplace(std::move(*uploaded));
   state->memory.weights = state->weights->bytes();
@@ -173,10 +197,11 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create(std::unique_ptr<Devic
   const CudaBuffers buffers{state->options.max_batch_tokens, state->options.max_sequences,
                             state->options.max_context};
   auto ops = CudaBatchOps::create(rt, *state->weights, state->kv_cache, shape, state->rope_layout,
-                                  buffers, state->stream);
+                                  buffers, state->stream, rank.communicator);
   if (!ops) return ops.error();
   state->ops.emplace(std::move(*ops));
-  if (cuda_options.sample_on_device) {
+  // A rank holds a slice of each row; its candidates would need merging across ranks.
+  if (cuda_options.sample_on_device && rank.slice.ranks == 1) {
     auto candidates = DeviceLogitCandidates::create(rt, state->options.max_sequences, shape.vocab);
     if (!candidates) return candidates.error();
     state->logit_candidates.emplace(std::move(*candidates));
@@ -189,7 +214,7 @@ std::string_view CudaBackend::name() const {
   return state_->runtime->name();
 }
 std::int32_t CudaBackend::vocab_size() const {
-  return state_->spec.shape.vocab;
+  return state_->whole_vocab;
 }
 std::int32_t CudaBackend::max_batch_tokens() const {
   return state_->options.max_batch_tokens;
@@ -326,7 +351,7 @@ Status CudaBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
 // Validates the plan and issues its forward pass: a decode graph's replay or eager launches.
 Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t logits_size) {
   const BatchPlanLimits limits{options.max_batch_tokens,     options.max_sequences,
-                               options.max_context,          spec.shape.vocab,
+                               options.max_context,          whole_vocab,
                                kv_cache.layout().block_size, kv_cache.num_blocks()};
   if (Status valid = validate_batch_plan(batch, limits, logits_size); !valid.ok()) return valid;
   if (!plan) return Error{"batch plan: forward() before allocate_kv_cache()"};
@@ -356,27 +381,32 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
   return Status::success();
 }
 
-// Issues the copy of logits row `row` (of the last forward pass) to logits[row * vocab].
+// Issues the copy of this rank's part of logits row `row` (of the last forward pass) to
+// logits[row * whole_vocab + vocab_offset].
 Status CudaBackend::State::copy_row(int row, std::span<float> logits) {
-  const auto vocab = static_cast<std::uint64_t>(spec.shape.vocab);
-  const std::uint64_t offset = static_cast<std::uint64_t>(row) * vocab;
-  return runtime->copy_to_host(logits.data() + offset, ops->logits() + offset,
-                               vocab * sizeof(float), stream);
+  const auto slice = static_cast<std::uint64_t>(spec.shape.vocab);
+  const auto at = static_cast<std::uint64_t>(row);
+  return runtime->copy_to_host(
+      logits.data() + at * static_cast<std::uint64_t>(whole_vocab) + vocab_offset,
+      ops->logits() + at * slice, slice * sizeof(float), stream);
 }
 
 Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
   State& s = *state_;
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
-  const std::uint64_t bytes = static_cast<std::uint64_t>(s.last_logit_rows) *
-                              static_cast<std::uint64_t>(s.spec.shape.vocab) * sizeof(float);
-  if (bytes > 0) {
-    if (Status copied = s.runtime->copy_to_host(logits.data(), s.ops->logits(), bytes, s.stream);
-        !copied.ok()) {
-      static_cast<void>(s.runtime->synchronize(s.stream));
-      return copied;
+  Status copied = Status::success();
+  if (s.rank.slice.ranks == 1) {  // the rows are contiguous: one copy
+    const std::uint64_t bytes = static_cast<std::uint64_t>(s.last_logit_rows) *
+                                static_cast<std::uint64_t>(s.whole_vocab) * sizeof(float);
+    if (bytes > 0)
+      copied = s.runtime->copy_to_host(logits.data(), s.ops->logits(), bytes, s.stream);
+  } else {
+    for (int row = 0; row < s.last_logit_rows && copied.ok(); ++row) {
+      copied = s.copy_row(row, logits);
     }
   }
-  return s.runtime->synchronize(s.stream);
+  const Status done = s.runtime->synchronize(s.stream);
+  return copied.ok() ? done : copied;
 }
 
 std::int32_t CudaBackend::logit_candidate_count() const {
@@ -407,7 +437,7 @@ Status CudaBackend::fetch_logit_rows(std::span<const std::int32_t> rows, std::sp
   State& s = *state_;
   if (rows.empty()) return Status::success();
   if (Status selected = s.use_device(); !selected.ok()) return selected;
-  const auto vocab = static_cast<std::size_t>(s.spec.shape.vocab);
+  const auto vocab = static_cast<std::size_t>(s.whole_vocab);
   Status copied = Status::success();
   for (const std::int32_t row : rows) {
     if (row < 0 || row >= s.last_logit_rows ||

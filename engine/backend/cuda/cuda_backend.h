@@ -5,9 +5,19 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_spec.h"
 #include "engine/backend/cuda/device_runtime.h"
+#include "engine/backend/tensor_parallel_shape.h"
 #include "engine/model/model_weights.h"
 
 namespace tern::engine::cuda {
+
+class Communicator;
+
+// One rank of a tensor-parallel group: the slice of the model it holds and its link to the
+// others. The default is the whole model on one device.
+struct RankContext {
+  RankSlice slice;
+  Communicator* communicator = nullptr;  // must outlive the backend when slice.ranks > 1
+};
 
 // Runs Llama-family models (llama, qwen2, qwen3) on one CUDA device through a DeviceRuntime:
 // the CUDA runtime on a GPU, or the SIMT emulator (`cuda-emulated`). Weights are uploaded once
@@ -25,6 +35,15 @@ class CudaBackend final : public Backend {
                                                        int device, const ModelWeights& weights,
                                                        const BackendOptions& options,
                                                        const CudaOptions& cuda_options = {});
+  // Rank `rank.slice.rank` of a tensor-parallel group over a runtime its ranks share. Its
+  // forward() writes its slice of the vocabulary into every logits row (of vocab_size(), the
+  // whole vocabulary) and its all-reduces go through rank.communicator; the caller runs each
+  // rank on a thread of its own (TensorParallelBackend). Ranks return whole rows only.
+  static Expected<std::unique_ptr<CudaBackend>> create_rank(std::shared_ptr<DeviceRuntime> runtime,
+                                                            int device, const ModelWeights& weights,
+                                                            const BackendOptions& options,
+                                                            const CudaOptions& cuda_options,
+                                                            const RankContext& rank);
   ~CudaBackend() override;
 
   std::string_view name() const override;

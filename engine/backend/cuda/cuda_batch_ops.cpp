@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/backend/cuda/communicator.h"
 #include "engine/backend/layer_matrices.h"
 
 namespace tern::engine::cuda {
@@ -26,8 +27,10 @@ Expected<CudaBatchOps> CudaBatchOps::create(DeviceRuntime& runtime,
                                             const DeviceModelWeights& weights,
                                             const DeviceKvCache& kv_cache, const RankShape& shape,
                                             kernels::RopeLayout rope_layout,
-                                            const CudaBuffers& buffers, Stream stream) {
+                                            const CudaBuffers& buffers, Stream stream,
+                                            Communicator* communicator) {
   CudaBatchOps ops(runtime, weights, kv_cache, shape, rope_layout, buffers, stream);
+  if (communicator != nullptr && communicator->ranks() > 1) ops.communicator_ = communicator;
   // Every buffer in one allocation, so a batch that does not fit says so once, with its size.
   std::array<std::uint64_t, kActivations> offsets{};
   std::uint64_t total = 0;
@@ -45,6 +48,12 @@ Expected<CudaBatchOps> CudaBatchOps::create(DeviceRuntime& runtime,
   const std::uint64_t quantized_offset = total;
   total += aligned(static_cast<std::uint64_t>(buffers.max_tokens) *
                    (widest / kernels::cuda::kQ8_1Block + 1) * sizeof(kernels::cuda::BlockQ8_1));
+  const std::uint64_t gathered_offset = total;
+  if (ops.communicator_ != nullptr) {
+    total += aligned(static_cast<std::uint64_t>(ops.communicator_->ranks()) *
+                     static_cast<std::uint64_t>(buffers.max_tokens) *
+                     static_cast<std::uint64_t>(shape.hidden) * sizeof(float));
+  }
   const std::uint64_t workspace_offset = total;
   ops.attention_workspace_bytes_ = runtime.kernels().paged_attention_decode_workspace_bytes(
       buffers.max_logit_rows, shape.n_heads, shape.head_dim, buffers.max_context);
@@ -61,6 +70,9 @@ Expected<CudaBatchOps> CudaBatchOps::create(DeviceRuntime& runtime,
     ops.activations_[a] = reinterpret_cast<float*>(base + offsets[static_cast<std::size_t>(a)]);
   }
   ops.quantized_ = reinterpret_cast<kernels::cuda::BlockQ8_1*>(base + quantized_offset);
+  if (ops.communicator_ != nullptr) {
+    ops.gathered_ = reinterpret_cast<float*>(base + gathered_offset);
+  }
   ops.attention_workspace_ = reinterpret_cast<float*>(base + workspace_offset);
   return ops;
 }
@@ -237,6 +249,11 @@ void CudaBatchOps::gather_logit_rows(Activation from, Activation to) {
         "gather_rows");
 }
 
-void CudaBatchOps::all_reduce(Activation) {}
+void CudaBatchOps::all_reduce(Activation rows_of) {
+  if (failed() || communicator_ == nullptr || rows(rows_of) == 0) return;
+  const auto count = static_cast<std::size_t>(rows(rows_of) * width(rows_of));
+  status_ = all_reduce_sum(*communicator_, *runtime_, buffer(rows_of), gathered_, buffer(rows_of),
+                           count, stream_);
+}
 
 }  // namespace tern::engine::cuda

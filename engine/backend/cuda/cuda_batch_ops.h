@@ -15,6 +15,8 @@
 
 namespace tern::engine::cuda {
 
+class Communicator;
+
 struct CudaBuffers {
   std::int32_t max_tokens = 0;      // rows of every per-token activation
   std::int32_t max_logit_rows = 0;  // rows of logit_rows and logits (one per sequence)
@@ -27,11 +29,13 @@ struct CudaBuffers {
 // for status() and the ops after it issue nothing.
 class CudaBatchOps final : public BatchOps {
  public:
-  // `runtime`, `weights` and `kv_cache` must outlive the ops.
+  // `runtime`, `weights`, `kv_cache` and `communicator` must outlive the ops. With a
+  // communicator of more than one rank, all_reduce sums the ranks' partial rows (in rank order,
+  // through a gathered buffer allocated here); without, it does nothing.
   static Expected<CudaBatchOps> create(DeviceRuntime& runtime, const DeviceModelWeights& weights,
                                        const DeviceKvCache& kv_cache, const RankShape& shape,
                                        kernels::RopeLayout rope_layout, const CudaBuffers& buffers,
-                                       Stream stream);
+                                       Stream stream, Communicator* communicator = nullptr);
 
   // The plan the following ops run over (its device copy must be issued on the same stream).
   void begin(const DevicePlanView& plan);
@@ -78,6 +82,8 @@ class CudaBatchOps final : public BatchOps {
 
   DeviceAllocation memory_;
   float* activations_[kActivations] = {};
+  Communicator* communicator_ = nullptr;  // null: one device
+  float* gathered_ = nullptr;             // [ranks][max_tokens][hidden]: every rank's partial rows
   kernels::cuda::BlockQ8_1* quantized_ = nullptr;  // the current matmul input as Q8_1
   float* attention_workspace_ = nullptr;           // decode's per-partition partials
   std::size_t attention_workspace_bytes_ = 0;

@@ -33,6 +33,7 @@ struct Case {
   std::int32_t preempting_kv_blocks;    // a KV cache small enough to preempt
   std::int32_t context_length;          // 0: the model's; a cache must hold one whole context
   std::vector<Config> configs;
+  int tensor_parallel = 1;  // ranks of the CUDA path
 };
 
 // Varied max_tokens, so sequences finish at different steps and the batch keeps changing.
@@ -125,10 +126,15 @@ TEST_P(EngineBatchInvarianceTest, BatchedOutputsEqualSoloRunsAndTheReference) {
   if (is_cuda(c.kind)) {
     TERN_REQUIRE_CUDA_TEST_BACKEND(cuda_kind);
     kind = cuda_kind;
+    BackendSpec ranks{.kind = kind, .tensor_parallel = c.tensor_parallel};
+    ranks.emulated.devices = std::max(ranks.emulated.devices, c.tensor_parallel);
+    if (Status available = check_backend_available(ranks); !available.ok()) {
+      GTEST_SKIP() << c.tensor_parallel << " ranks cannot run here: " << available.message();
+    }
   }
   TERN_REQUIRE_SHARED(model_path, c.model);
   TERN_REQUIRE_SHARED(reference_path, "reference/tinystories-656k.greedy.jsonl");
-  auto factory = TinyEngineFactory::load(model_path.string(), kind);
+  auto factory = TinyEngineFactory::load(model_path.string(), kind, c.tensor_parallel);
   ASSERT_TRUE(factory);
   const auto references = ::tern::testing::read_greedy_references(reference_path);
   ASSERT_EQ(references.size(), 8u);
@@ -226,10 +232,20 @@ Case cuda_emulated_case() {
           {{true, 8}, {false, 1024}}};
 }
 
+// The same over two tensor-parallel ranks: the all-reduces sum in rank order, so a row's bits
+// do not depend on the batch at TP = 2 either.
+Case cuda_emulated_tensor_parallel_case() {
+  Case c = cuda_emulated_case();
+  c.name = "CudaEmulatedF32GgufTensorParallel2";
+  c.tensor_parallel = 2;
+  return c;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     TinyStories, EngineBatchInvarianceTest,
     ::testing::Values(cpu_case("CpuF32Gguf", "models/tinystories-656k-f32.gguf"),
-                      cpu_case("CpuSafetensors", "models/tinystories-656k"), cuda_emulated_case()),
+                      cpu_case("CpuSafetensors", "models/tinystories-656k"), cuda_emulated_case(),
+                      cuda_emulated_tensor_parallel_case()),
     [](const ::testing::TestParamInfo<Case>& param_info) {
       return std::string(param_info.param.name);
     });

@@ -3,6 +3,7 @@
 // A TinyStories engine for the integration tests, and helpers that run requests to the end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -61,8 +62,10 @@ inline RequestOutput collect(RequestHandle& handle, std::int32_t n = 1) {
 // `kind` (cuda_emulated: the CUDA backend on the SIMT emulator, no GPU needed).
 class TinyEngineFactory {
  public:
+  // `tensor_parallel` > 1: that many ranks on devices 0..N-1 (an emulated machine of N).
   static std::unique_ptr<TinyEngineFactory> load(const std::string& model_path,
-                                                 BackendKind kind = BackendKind::cpu) {
+                                                 BackendKind kind = BackendKind::cpu,
+                                                 int tensor_parallel = 1) {
     auto weights = load_model(model_path);
     if (!weights) {
       ADD_FAILURE() << weights.error().message;
@@ -75,6 +78,7 @@ class TinyEngineFactory {
     }
     auto factory =
         std::unique_ptr<TinyEngineFactory>(new TinyEngineFactory(std::move(*weights), kind));
+    factory->tensor_parallel_ = tensor_parallel;
     factory->tokenizer_ = std::move(*tokenizer);
     return factory;
   }
@@ -105,6 +109,8 @@ class TinyEngineFactory {
     engine_.reset();
     BackendSpec backend_spec;
     backend_spec.kind = kind_;
+    backend_spec.tensor_parallel = tensor_parallel_;
+    backend_spec.emulated.devices = std::max(backend_spec.emulated.devices, tensor_parallel_);
     backend_spec.options.max_batch_tokens = 256;
     backend_spec.options.max_sequences = 64;
     backend_spec.options.max_context = weights_.config().context_length;
@@ -126,6 +132,7 @@ class TinyEngineFactory {
 
   ModelWeights weights_;
   BackendKind kind_;
+  int tensor_parallel_ = 1;
   std::unique_ptr<Tokenizer> tokenizer_;
   kernels::ThreadPool pool_{2};
   std::unique_ptr<Backend> backend_;

@@ -76,9 +76,10 @@ TEST(BackendFactory, CudaSaysWhyItCannotRun) {
   EXPECT_EQ(refusal({.kind = BackendKind::cuda, .devices = {0, 1}}, machine(true, 1)),
             "backend cuda: there is no CUDA device 1; this machine has 1 (runtime 13.0, driver "
             "13.0)");
-  EXPECT_EQ(refusal({.kind = BackendKind::cuda, .devices = {0, 1}}, machine(true, 2)),
-            "backend cuda: 2 devices given, but tensor parallelism over several devices is not "
-            "built yet (issue 16): give one device");
+  // Two devices are tensor parallelism: available where both are.
+  EXPECT_TRUE(
+      check_backend_available({.kind = BackendKind::cuda, .devices = {0, 1}}, machine(true, 2))
+          .ok());
   // Where the device is, the CUDA backend is made (on its DeviceRuntime over cudart).
   EXPECT_TRUE(check_backend_available(cuda, machine(true, 2)).ok());
   EXPECT_TRUE(
@@ -86,7 +87,7 @@ TEST(BackendFactory, CudaSaysWhyItCannotRun) {
 }
 
 // The emulator is in every build and needs no GPU or driver, so cuda-emulated runs anywhere;
-// its devices are the emulated machine's, not this one's, and it takes one of them for now.
+// its devices are the emulated machine's, not this one's.
 TEST(BackendFactory, CudaEmulatedNeedsNoDevice) {
   const BackendSpec emulated{.kind = BackendKind::cuda_emulated};
   EXPECT_TRUE(check_backend_available(emulated, machine(false, 0)).ok());
@@ -97,9 +98,7 @@ TEST(BackendFactory, CudaEmulatedNeedsNoDevice) {
       refusal(two, machine(true, 4)),
       "backend cuda-emulated: there is no emulated CUDA device 1; the emulated machine has 1");
   two.emulated.devices = 2;
-  EXPECT_EQ(refusal(two, machine(false, 0)),
-            "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices "
-            "is not built yet (issue 16): give one device");
+  EXPECT_TRUE(check_backend_available(two, machine(false, 0)).ok());  // tensor parallelism
   EXPECT_TRUE(check_backend_available(
                   {.kind = BackendKind::cuda_emulated, .devices = {1}, .emulated = {.devices = 2}},
                   machine(false, 0))

@@ -16,6 +16,7 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/cuda/emulated_device_runtime.h"
+#include "engine/backend/cuda/tensor_parallel_backend.h"
 #include "engine/model/model_weights.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/cuda_test_backend_kind.h"
@@ -236,17 +237,19 @@ TEST_F(CudaBackendLimits, AKvCacheThatDoesNotFitFailsWithItsSizes) {
   EXPECT_TRUE((*backend)->forward(plan, logits).ok());
 }
 
-TEST_F(CudaBackendLimits, MoreThanOneDeviceIsRefusedUntilTensorParallelism) {
+// Two devices are a tensor-parallel group of two ranks; one device (any of them) is a plain
+// CUDA backend.
+TEST_F(CudaBackendLimits, SeveralDevicesMakeATensorParallelGroup) {
   BackendSpec spec = spec_of(BackendKind::cuda_emulated);
   spec.emulated.devices = 2;
   spec.devices = {0, 1};
-  auto backend = create_backend(spec, *weights_, pool_);
-  ASSERT_FALSE(backend.ok());
-  EXPECT_EQ(backend.error().message,
-            "backend cuda-emulated: 2 devices given, but tensor parallelism over several devices "
-            "is not built yet (issue 16): give one device");
+  auto group = create_backend(spec, *weights_, pool_);
+  ASSERT_TRUE(group.ok()) << group.error().message;
+  EXPECT_EQ(dynamic_cast<cuda::TensorParallelBackend&>(**group).ranks(), 2);
   spec.devices = {1};
-  EXPECT_TRUE(create_backend(spec, *weights_, pool_).ok());
+  auto one = create_backend(spec, *weights_, pool_);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_NE(dynamic_cast<cuda::CudaBackend*>(one->get()), nullptr);
 }
 
 // Everything a forward pass needs is allocated with the backend and its KV cache: the device's

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/backend_spec.h"
+#include "engine/backend/cuda/communicator.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/device_runtime.h"
+#include "engine/backend/cuda/rank_workers.h"
+#include "engine/model/model_weights.h"
+
+namespace tern::engine::cuda {
+
+// One model over N devices (tensor parallelism, docs/gpu.md): rank r, a CudaBackend holding
+// its slice of every layer (tensor_parallel_shape.h) on devices[r], runs on worker thread r
+// (RankWorkers), with its own stream, KV pool of its KV heads and decode graphs. The engine sees
+// one backend: every call runs on all ranks at once and returns when all are done. Two
+// all-reduces per layer (deterministic: Communicator + sum in rank order) keep the ranks'
+// hidden states bit-identical; each rank writes its slice of the vocabulary into the logits
+// rows. A rank that fails aborts the communicators, so no rank waits forever, and the group
+// then refuses every later call: the model must be reloaded.
+class TensorParallelBackend final : public Backend {
+ public:
+  // `communicators[r]` is rank r's; `runtime` is shared by the ranks (each thread selects its
+  // device). `weights` must outlive the backend.
+  static Expected<std::unique_ptr<TensorParallelBackend>> create(
+      std::shared_ptr<DeviceRuntime> runtime, std::span<const int> devices,
+      const ModelWeights& weights, const BackendOptions& options, const CudaOptions& cuda_options,
+      std::vector<std::unique_ptr<Communicator>> communicators);
+  ~TensorParallelBackend() override;
+
+  std::string_view name() const override;
+  std::int32_t vocab_size() const override;
+  std::int32_t max_batch_tokens() const override;
+  std::int32_t max_sequences() const override;
+  // Per device: each rank's pool holds its KV heads of every block.
+  std::uint64_t kv_block_bytes(KvCacheType type, std::int32_t block_size) const override;
+  Status allocate_kv_cache(const KvCacheSpec& spec) override;
+  Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
+  Status forward(const BatchPlan& plan, std::span<float> logits) override;
+  // The smallest rank's budget: every rank's pool has the same blocks.
+  Expected<std::optional<std::uint64_t>> device_kv_budget(KvCacheType type,
+                                                          std::int32_t block_size) override;
+  // Summed over the ranks' devices.
+  std::optional<DeviceMemoryUsage> device_memory() const override;
+
+  int ranks() const { return static_cast<int>(ranks_.size()); }
+  // Rank r's own backend, for tests (call it only from outside a step).
+  CudaBackend& rank(int r) { return *ranks_[static_cast<std::size_t>(r)]; }
+
+  // Fails the next step of `rank` with `message` (tests: a rank that fails mid-group).
+  void inject_failure(int rank, std::string message);
+
+ private:
+  TensorParallelBackend(std::shared_ptr<DeviceRuntime> runtime,
+                        std::vector<std::unique_ptr<Communicator>> communicators);
+  // Runs job(rank backend, rank) on every rank; after a failure, refuses.
+  template <class Job>
+  Status on_every_rank(Job&& job);
+
+  std::shared_ptr<DeviceRuntime> runtime_;
+  std::vector<std::unique_ptr<Communicator>> communicators_;
+  std::vector<std::unique_ptr<CudaBackend>> ranks_;
+  std::unique_ptr<RankWorkers> workers_;  // first to go: its threads use everything above
+  Status failed_;                         // the first failure; the group is unusable after it
+  std::vector<std::string> injected_;     // per rank: a failure to report at its next step
+};
+
+}  // namespace tern::engine::cuda
