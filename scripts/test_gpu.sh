@@ -59,8 +59,14 @@ echo "test-gpu: the CUDA kernels on the device (ctest -L gpu)"
 run_ctest -L gpu
 echo "test-gpu: the device runtime and the CUDA backend on the device" \
   "(TERN_TEST_CUDA_BACKEND=cuda ctest -R Cuda -LE gpu)"
-# ServeRefusesACudaBackend... is about machines that cannot run CUDA, so it is left out here.
-TERN_TEST_CUDA_BACKEND=cuda run_ctest -R Cuda -LE gpu -E ServeRefusesACudaBackend
+# ServeRefusesACudaBackend... is about machines that cannot run CUDA, so it is left out here;
+# so are the tensor-parallel cases on a machine of one GPU (they need two).
+left_out=ServeRefusesACudaBackend
+if [ "$(grep -c '^GPU [0-9]' <<<"$gpus")" -lt 2 ]; then
+  echo "test-gpu: one GPU: the tensor-parallel tests (two GPUs) are left out"
+  left_out="$left_out|TensorParallel2|tensor_parallel|OverTwoRanks"
+fi
+TERN_TEST_CUDA_BACKEND=cuda run_ctest -R Cuda -LE gpu -E "$left_out"
 
 skipped=$(grep -E '\*\*\*(Skipped|Not Run)' "$log")
 if [ -n "$skipped" ]; then

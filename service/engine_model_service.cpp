@@ -1,5 +1,7 @@
 #include "service/engine_model_service.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "service/chat_prompt.h"
@@ -18,6 +20,7 @@ ModelCard card_for(const engine::ServedModel& model, const std::string& id) {
   card.architecture = model.weights->config().architecture;
   card.quantization = model.quantization;
   card.note = model.spec.note;
+  if (Status health = model.backend->health(); !health.ok()) card.error = health.message();
   return card;
 }
 
@@ -63,6 +66,13 @@ std::vector<ModelCard> EngineModelService::models() const {
   return cards;
 }
 
+bool EngineModelService::ready() const {
+  if (!registry_.ready()) return false;
+  return std::ranges::all_of(registry_.loaded(), [](const engine::ServedModel* model) {
+    return model->backend->health().ok();
+  });
+}
+
 std::vector<ModelUnavailable> EngineModelService::unavailable() const {
   std::vector<ModelUnavailable> models;
   for (const auto& [name, state] : registry_.load_states()) {
@@ -86,6 +96,7 @@ std::vector<ModelStats> EngineModelService::stats() const {
     }
     entry.prefix_cache_hit_rate = engine_stats.prefix_hit_rate;
     entry.kv_cache_bytes = engine_stats.kv_cache_bytes;
+    entry.healthy = model->backend->health().ok();
     entry.tokens_sampled_from_candidates = engine_stats.logit_rows_from_candidates;
     entry.tokens_sampled_from_whole_rows = engine_stats.logit_rows_whole;
     entry.logit_rows_fetched = engine_stats.logit_rows_fetched;

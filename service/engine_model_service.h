@@ -18,7 +18,8 @@ class EngineModelService final : public ModelService {
 
   std::vector<ModelCard> models() const override;
   std::vector<ModelStats> stats() const override;
-  bool ready() const override { return registry_.ready(); }
+  // Loaded as required (ModelRegistry::ready), and no loaded model broken (Backend::health).
+  bool ready() const override;
   std::vector<ModelUnavailable> unavailable() const override;
 
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(

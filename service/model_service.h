@@ -25,6 +25,7 @@ struct ModelCard {
   std::string architecture;  // e.g. llama
   std::string quantization;  // e.g. Q8_0, bf16
   std::string note;          // e.g. "demo model: random weights, random text"; empty for none
+  std::string error;         // why the model no longer serves (Backend::health); empty if it does
 };
 
 // Gauges that /metrics reports per configured model; read when /metrics is scraped.
@@ -35,6 +36,7 @@ struct ModelStats {
   double kv_cache_usage = 0;         // 0..1
   double prefix_cache_hit_rate = 0;  // 0..1, over the model's lifetime
   std::uint64_t kv_cache_bytes = 0;
+  bool healthy = true;  // Backend::health: false once the model must be reloaded
   // Tokens sampled from a device's top candidates and from whole logits rows, and rows fetched
   // whole after their candidates could not decide (device-side sampling, docs/gpu.md).
   std::int64_t tokens_sampled_from_candidates = 0;

@@ -82,6 +82,10 @@ class Backend {
   // nullopt for a backend in host memory.
   virtual std::optional<DeviceMemoryUsage> device_memory() const { return std::nullopt; }
 
+  // The failure a backend cannot recover from (a tensor-parallel rank lost): every later step
+  // fails with it and the model must be reloaded; success while it runs. Any thread may ask.
+  virtual Status health() const { return Status::success(); }
+
   // Device-side sampling. A backend whose logits live on a device can hand back, per row, its
   // best logits and the row-wide sums (engine/logit_candidates.h) instead of the whole row, so
   // that most rows never cross to the host. 0: it cannot, and the engine asks for full rows.

@@ -18,6 +18,7 @@ void write_model(JsonWriter& json, const ModelCard& model) {
       .field("architecture", model.architecture)
       .field("quantization", model.quantization);
   if (!model.note.empty()) json.field("note", model.note);
+  if (!model.error.empty()) json.field("status", "unhealthy").field("error", model.error);
   json.end_object().end_object();
 }
 

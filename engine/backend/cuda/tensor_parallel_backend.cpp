@@ -66,9 +66,9 @@ Expected<std::unique_ptr<TensorParallelBackend>> TensorParallelBackend::create(
 
 template <class Job>
 Status TensorParallelBackend::on_every_rank(Job&& job) {
-  if (!failed_.ok()) {
+  if (Status failed = health(); !failed.ok()) {
     return Error{fmt::format("the tensor-parallel group failed earlier and must be reloaded: {}",
-                             failed_.message())};
+                             failed.message())};
   }
   Status ran = workers_->run([&](int rank) -> Status {
     std::string& injected = injected_[static_cast<std::size_t>(rank)];
@@ -77,8 +77,18 @@ Status TensorParallelBackend::on_every_rank(Job&& job) {
     }
     return job(*ranks_[static_cast<std::size_t>(rank)], rank);
   });
-  if (!ran.ok()) failed_ = ran;
+  if (!ran.ok()) {
+    spdlog::error("{}: tensor-parallel step failed, the model must be reloaded: {}", name(),
+                  ran.message());
+    const std::lock_guard lock(failed_mutex_);
+    failed_ = ran;
+  }
   return ran;
+}
+
+Status TensorParallelBackend::health() const {
+  const std::lock_guard lock(failed_mutex_);
+  return failed_;
 }
 
 void TensorParallelBackend::inject_failure(int rank, std::string message) {

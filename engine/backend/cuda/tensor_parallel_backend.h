@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -46,6 +47,7 @@ class TensorParallelBackend final : public Backend {
                                                           std::int32_t block_size) override;
   // Summed over the ranks' devices.
   std::optional<DeviceMemoryUsage> device_memory() const override;
+  Status health() const override;
 
   int ranks() const { return static_cast<int>(ranks_.size()); }
   // Rank r's own backend, for tests (call it only from outside a step).
@@ -65,6 +67,7 @@ class TensorParallelBackend final : public Backend {
   std::vector<std::unique_ptr<Communicator>> communicators_;
   std::vector<std::unique_ptr<CudaBackend>> ranks_;
   std::unique_ptr<RankWorkers> workers_;  // first to go: its threads use everything above
+  mutable std::mutex failed_mutex_;       // health() reads failed_ from other threads
   Status failed_;                         // the first failure; the group is unusable after it
   std::vector<std::string> injected_;     // per rank: a failure to report at its next step
 };
