@@ -9,6 +9,8 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/backend/device.h"
+#include "engine/backend/tensor_parallel_shape.h"
+#include "engine/model/model_weights.h"
 
 namespace tern::service {
 namespace {
@@ -34,6 +36,12 @@ MachineFacts this_machine() {
     if (device.kind == engine::DeviceKind::cuda) ++facts.cuda_devices;
   }
   facts.cuda_status = report.cuda_status;
+  facts.tensor_parallel_problem = [](const std::string& path, int ranks) -> std::string {
+    auto weights = engine::load_model(path);  // mapped, not read: the header is what counts
+    if (!weights) return {};
+    auto shape = engine::rank_shape(*weights, engine::RankSlice{0, ranks});
+    return shape ? std::string() : shape.error().message;
+  };
   return facts;
 }
 
@@ -53,9 +61,20 @@ std::vector<std::string> machine_warnings(const Config& config, const MachineFac
   for (std::size_t i = 0; i < config.models.size(); ++i) {
     const ModelConfig& model = config.models[i];
     const std::string base = fmt::format("models[{}]", i);
+    const int ranks =
+        model.devices.size() > 1 ? static_cast<int>(model.devices.size()) : model.tensor_parallel;
     if (!machine.path_exists(model.path)) {
       warnings.push_back(warning(origin, base + ".path",
                                  fmt::format("'{}' does not exist on this machine", model.path)));
+    } else if (ranks > 1 && machine.tensor_parallel_problem) {
+      // Checked against the model itself where it is here: a split it does not allow.
+      if (const std::string problem = machine.tensor_parallel_problem(model.path, ranks);
+          !problem.empty()) {
+        warnings.push_back(
+            warning(origin, base + (model.devices.size() > 1 ? ".devices" : ".tensor_parallel"),
+                    fmt::format("splits the model over {} ranks, which it does not allow: {}",
+                                ranks, problem)));
+      }
     }
     if (!model.chat_template.empty() && !machine.path_exists(model.chat_template)) {
       warnings.push_back(

@@ -14,6 +14,9 @@ struct MachineFacts {
   std::function<bool(const std::string& path)> path_exists;
   int cuda_devices = 0;
   std::string cuda_status;  // why there is no CUDA device, when there is none
+  // Why the model at `path` cannot be split over `ranks` tensor-parallel ranks; empty when it
+  // can (or when the model cannot be read: its load reports that). Null: not checked.
+  std::function<std::string(const std::string& path, int ranks)> tensor_parallel_problem;
 };
 
 MachineFacts this_machine();

@@ -51,7 +51,8 @@ struct CudaBackend::State {
   DeviceKvCache kv_cache;
   std::optional<CudaBatchOps> ops;
   std::optional<DeviceLogitCandidates> logit_candidates;  // empty: sample_on_device off
-  int last_logit_rows = 0;         // of the last forward pass: fetch_logit_rows may read them
+  int last_logit_rows = 0;
+  int last_tokens = 0;             // of the last forward pass: fetch_logit_rows may read them
   std::optional<DevicePlan> plan;  // sized with the KV cache: its block tables need block_size
   DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
   bool kernels_loaded = false;     // the decode steps ran eagerly once, before the first capture
@@ -334,6 +335,21 @@ std::optional<DeviceMemoryUsage> CudaBackend::device_memory() const {
   return usage;
 }
 
+Expected<std::vector<float>> CudaBackend::hidden_states() {
+  State& s = *state_;
+  if (Status selected = s.use_device(); !selected.ok()) return selected.error();
+  std::vector<float> out(static_cast<std::size_t>(s.last_tokens) *
+                         static_cast<std::size_t>(s.spec.shape.hidden));
+  if (out.empty()) return out;
+  if (Status copied = s.runtime->copy_to_host(out.data(), s.ops->hidden_states(),
+                                              out.size() * sizeof(float), s.stream);
+      !copied.ok()) {
+    return copied.error();
+  }
+  if (Status done = s.runtime->synchronize(s.stream); !done.ok()) return done.error();
+  return out;
+}
+
 int CudaBackend::decode_graph_count() const {
   return state_->decode_graphs.graph_count();
 }
@@ -378,6 +394,7 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
     }
   }
   last_logit_rows = plan->view().logit_row_count;
+  last_tokens = plan->view().tokens;
   return Status::success();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_spec.h"
@@ -64,6 +65,10 @@ class CudaBackend final : public Backend {
   Status forward_with_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
                                  std::span<float> logits, LogitCandidateRows& candidates) override;
   Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
+
+  // The residual stream of the last forward pass's tokens ([tokens][hidden], copied out): after
+  // the final all-reduce every rank of a group must hold the same bits (tests).
+  Expected<std::vector<float>> hidden_states();
 
   // The decode graphs held now, and captured over the backend's life (recaptures included).
   int decode_graph_count() const;

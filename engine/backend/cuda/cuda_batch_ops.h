@@ -43,6 +43,8 @@ class CudaBatchOps final : public BatchOps {
   const Status& status() const { return status_; }
   // The device rows of logits, [logit rows][vocab], once the graph has run.
   const float* logits() const { return buffer(Activation::logits); }
+  // The residual stream, [tokens][hidden], as the graph left it.
+  const float* hidden_states() const { return buffer(Activation::x); }
 
   void embed(Activation out) override;
   void rms_norm(Activation in, std::optional<Activation> residual, VectorRef weight,

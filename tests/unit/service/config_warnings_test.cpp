@@ -140,5 +140,35 @@ TEST(ConfigWarnings, ConfigWithoutAFileNamesOnlyTheKey) {
   EXPECT_EQ(warnings[0], "warning: models[0].path '/m.gguf' does not exist on this machine");
 }
 
+// Where the model file is here, --check asks the model whether it splits over the ranks (here
+// a stand-in: only 3 ranks fail); a missing file is warned about as such, not split.
+TEST(ConfigWarnings, ATensorParallelSplitTheModelDoesNotAllowIsAWarning) {
+  MachineFacts facts = machine({"/a"}, 0);
+  facts.tensor_parallel_problem = [](const std::string& path, int ranks) -> std::string {
+    return ranks == 3 ? path + ": 8 query heads do not split over 3 devices" : "";
+  };
+  const std::string emulated =
+      "emulated_device: {count: 4}\nmodels:\n  - name: a\n    path: /a\n    backend: "
+      "cuda-emulated\n";
+  const std::vector<std::string> three =
+      machine_warnings(parse(emulated + "    tensor_parallel: 3\n"), facts);
+  ASSERT_EQ(three.size(), 1u);
+  EXPECT_EQ(three[0],
+            "test.yaml:6: warning: models[0].tensor_parallel splits the model over 3 ranks, which "
+            "it does not allow: /a: 8 query heads do not split over 3 devices");
+  EXPECT_TRUE(machine_warnings(parse(emulated + "    tensor_parallel: 2\n"), facts).empty());
+  const std::vector<std::string> devices =
+      machine_warnings(parse(emulated + "    devices: [0, 1, 2]\n"), facts);
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_NE(devices[0].find("models[0].devices splits the model over 3 ranks"), std::string::npos)
+      << devices[0];
+  const std::vector<std::string> missing = machine_warnings(
+      parse("emulated_device: {count: 4}\nmodels:\n  - name: a\n    path: /b\n    backend: "
+            "cuda-emulated\n    tensor_parallel: 3\n"),
+      facts);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].find("'/b' does not exist on this machine"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tern::service

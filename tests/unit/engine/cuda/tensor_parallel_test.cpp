@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,14 +91,30 @@ class TensorParallel : public ::testing::TestWithParam<const char*> {
       const Status ran = (*backend)->forward(plan, logits);
       EXPECT_TRUE(ran.ok()) << ran.message();
       all.insert(all.end(), logits.begin(), logits.end());
+      if (ranks > 1) expect_ranks_hold_the_same_hidden_states(**backend);
     }
     return all;
+  }
+
+  // After the last all-reduce every rank's residual stream has the same bits.
+  static void expect_ranks_hold_the_same_hidden_states(Backend& backend) {
+    auto& group = dynamic_cast<cuda::TensorParallelBackend&>(backend);
+    auto first = group.rank(0).hidden_states();
+    ASSERT_TRUE(first.ok()) << first.error().message;
+    ASSERT_FALSE(first->empty());
+    for (int r = 1; r < group.ranks(); ++r) {
+      auto other = group.rank(r).hidden_states();
+      ASSERT_TRUE(other.ok()) << other.error().message;
+      EXPECT_EQ(std::memcmp(first->data(), other->data(), first->size() * sizeof(float)), 0)
+          << "rank " << r << " holds other hidden states than rank 0";
+    }
   }
 
   std::optional<ModelWeights> weights_;
   kernels::ThreadPool pool_{1};
 };
 
+// Also: after every step all ranks hold bit-identical hidden states.
 TEST_P(TensorParallel, LogitsStayWithinToleranceOfOneDeviceAndRepeatBitForBit) {
   const std::vector<float> one = run_plans(1);
   ASSERT_FALSE(one.empty());
