@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "engine/backend/backend_factory.h"
+#include "engine/backend/backend_spec.h"
 #include "engine/backend/device_bandwidth.h"
 #include "engine/model/model_weights.h"
 #include "engine/sequence_runner.h"
@@ -169,6 +170,13 @@ int command_bench(std::span<char* const> args) {
     if (!bound) return fail(bound.error().message, kExitFailure);
     device_bound = std::move(*bound);
     print_device_line(*device_bound);
+    // Tensor parallelism: each rank streams its share of the weights from its own memory.
+    auto ranks = engine::tensor_parallel_devices(*backend_choice);
+    if (ranks && ranks->size() > 1) {
+      device_bound->bytes_per_second *= static_cast<double>(ranks->size());
+      device_bound->device =
+          fmt::format("{} devices like {} together", ranks->size(), device_bound->device);
+    }
   }
 
   kernels::ThreadPool pool(static_cast<int>(*threads));
@@ -208,10 +216,15 @@ int command_bench(std::span<char* const> args) {
   std::string backend_label((*backend)->name());  // CPU, as llama-bench writes it
   std::ranges::transform(backend_label, backend_label.begin(),
                          [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  // The CPU backend's compute threads; a CUDA backend runs on one device and uses none of them.
-  const long long where =
-      on_device ? (backend_choice->devices.empty() ? 0 : backend_choice->devices.front())
-                : *threads;
+  // The CPU backend's compute threads; a CUDA backend's devices (its ranks) use none of them.
+  std::string where = fmt::format("{}", *threads);
+  if (on_device) {
+    auto ranks = engine::tensor_parallel_devices(*backend_choice);
+    where.clear();
+    for (const int device : ranks ? *ranks : std::vector<int>{0}) {
+      where += fmt::format("{}{}", where.empty() ? "" : ",", device);
+    }
+  }
   fmt::print("| model | size | params | backend | {} | test | t/s |\n",
              on_device ? "device" : "threads");
   fmt::print("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
