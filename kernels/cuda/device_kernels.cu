@@ -76,6 +76,7 @@ DeviceKernels make_table() {
   table.copy_blocks = TERN_NEUTRAL(launch_copy_blocks);
   table.logit_row_sums = TERN_NEUTRAL(launch_logit_row_sums);
   table.logit_row_sums_relative_error = &logit_row_sums_relative_error;
+  table.logit_row_partial_sums = TERN_NEUTRAL(launch_logit_row_partial_sums);
   table.sum_ranks = TERN_NEUTRAL(launch_sum_ranks);
   return table;
 }

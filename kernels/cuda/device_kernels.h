@@ -63,6 +63,9 @@ struct DeviceKernels {
                         float* log_sum_exp, double* scaled_mass, void* stream);
   // A property of the build's expf, so it comes with the build's table.
   double (*logit_row_sums_relative_error)(int vocab);
+  int (*logit_row_partial_sums)(const float* logits, int rows, int vocab, const float* row_max,
+                                const float* inverse_temperature, double* exp_sum,
+                                double* scaled_mass, void* stream);
   // The local sum of tern's deterministic all-reduce (kernels/cuda/sum_ranks.h).
   int (*sum_ranks)(const float* gathered, int ranks, long long count, float* out, void* stream);
 };

@@ -19,7 +19,21 @@ cudaError_t launch_logit_row_sums(const float* logits, int rows, int vocab,
   if (logits == nullptr || log_sum_exp == nullptr || scaled_mass == nullptr)
     return cudaErrorInvalidValue;
   TERN_LAUNCH(logit_row_sums_kernel<kThreads>, rows, kThreads, 0, stream, logits, vocab,
-              inverse_temperature, log_sum_exp, scaled_mass);
+              static_cast<const float*>(nullptr), inverse_temperature, log_sum_exp,
+              static_cast<double*>(nullptr), scaled_mass);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_logit_row_partial_sums(const float* logits, int rows, int vocab,
+                                          const float* row_max, const float* inverse_temperature,
+                                          double* exp_sum, double* scaled_mass,
+                                          cudaStream_t stream) {
+  if (rows < 0 || vocab <= 0) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  if (logits == nullptr || row_max == nullptr || exp_sum == nullptr || scaled_mass == nullptr)
+    return cudaErrorInvalidValue;
+  TERN_LAUNCH(logit_row_sums_kernel<kThreads>, rows, kThreads, 0, stream, logits, vocab, row_max,
+              inverse_temperature, static_cast<float*>(nullptr), exp_sum, scaled_mass);
   return cudaGetLastError();
 }
 

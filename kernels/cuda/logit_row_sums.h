@@ -31,6 +31,19 @@ cudaError_t launch_logit_row_sums(const float* logits, int rows, int vocab,
                                   const float* inverse_temperature, float* log_sum_exp,
                                   double* scaled_mass, cudaStream_t stream);
 
+// The same sums over a slice of each row (a tensor-parallel rank's vocabulary columns, `vocab`
+// of them per row), against the whole row's largest logit row_max[r] (the maximum of every
+// rank's), left for the host to add up across the ranks: exp_sum[r] = the slice's part of
+// log_sum_exp's sum, sum of exp((double)(x_i - m)); scaled_mass[r] = the slice's part of the
+// scaled mass, with s_max = m * inverse_temperature[r]. Every term is the one the host forms
+// from the whole row, so the ranks' parts, added in any order, are within
+// logit_row_sums_relative_error(whole vocabulary) of the host's sums. Same errors as above
+// (row_max, exp_sum and scaled_mass must not be null for rows > 0).
+cudaError_t launch_logit_row_partial_sums(const float* logits, int rows, int vocab,
+                                          const float* row_max, const float* inverse_temperature,
+                                          double* exp_sum, double* scaled_mass,
+                                          cudaStream_t stream);
+
 // A bound on |scaled_mass - S| / S for a row of `vocab` logits with a finite maximum, where S is
 // the host sampler's own double sum of the same float terms, in vocabulary order, with
 // std::exp(float). It covers this build's expf against the host's (2 ulp for CUDA's expf, 0.502

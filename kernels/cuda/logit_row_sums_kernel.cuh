@@ -53,16 +53,24 @@ __device__ __forceinline__ void block_sums(double& first, double& second) {
 }  // namespace logit_row_sums_detail
 
 // Row blockIdx.x of [rows][vocab] logits: log_sum_exp and scaled_mass as logit_row_sums.h
-// defines them. Thread t takes elements t, t + kThreads, ... in that order.
+// defines them; with `row_max`, against that maximum instead of the row's own, and with
+// `exp_sum`, the sum of exp((double)(x - m)) before its log (a rank's part of a row).
+// Thread t takes elements t, t + kThreads, ... in that order.
 template <int kThreads>
 __global__ void logit_row_sums_kernel(const float* __restrict__ logits, int vocab,
+                                      const float* __restrict__ row_max,
                                       const float* __restrict__ inverse_temperature,
-                                      float* __restrict__ log_sum_exp,
+                                      float* __restrict__ log_sum_exp, double* __restrict__ exp_sum,
                                       double* __restrict__ scaled_mass) {
   const float* row = logits + static_cast<long long>(blockIdx.x) * vocab;
-  float own_max = -INFINITY;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) own_max = fmaxf(own_max, row[i]);
-  float max_logit = logit_row_sums_detail::block_max<kThreads>(own_max);
+  float max_logit;
+  if (row_max != nullptr) {  // the same for every thread of the block
+    max_logit = row_max[blockIdx.x];
+  } else {
+    float own_max = -INFINITY;
+    for (int i = threadIdx.x; i < vocab; i += kThreads) own_max = fmaxf(own_max, row[i]);
+    max_logit = logit_row_sums_detail::block_max<kThreads>(own_max);
+  }
   // -0 and +0 tie in fmaxf; +0 gives the same differences and sums as the host's either way.
   if (max_logit == 0.0f) max_logit = 0.0f;
 
@@ -83,7 +91,9 @@ __global__ void logit_row_sums_kernel(const float* __restrict__ logits, int voca
   }
   logit_row_sums_detail::block_sums<kThreads>(total, mass);
   if (threadIdx.x == 0) {
-    log_sum_exp[blockIdx.x] = static_cast<float>(log(total)) + max_logit;
+    if (log_sum_exp != nullptr)
+      log_sum_exp[blockIdx.x] = static_cast<float>(log(total)) + max_logit;
+    if (exp_sum != nullptr) exp_sum[blockIdx.x] = total;
     scaled_mass[blockIdx.x] = scaled ? mass : static_cast<double>(NAN);
   }
 }

@@ -296,4 +296,65 @@ TEST(CudaLogitRowSums, TheBoundCoversTheExpUlpsAndGrowsWithTheVocabulary) {
 }
 
 }  // namespace
+// A tensor-parallel row: each of 3 slices' parts of the sums, against the whole row's maximum,
+// added up on the host give the whole row's log-sum-exp (host form) and scaled mass within the
+// whole row's bound.
+TEST(CudaLogitRowSums, SlicesPartsAgainstTheRowMaximumAddUpToTheWholeRow) {
+  TERN_REQUIRE_DEVICE();
+  constexpr int kRows = 6;
+  constexpr int kSlice = 683;  // 3 slices of a 2049-token row
+  std::mt19937 random(7);
+  std::vector<std::vector<float>> rows;
+  std::vector<float> inverse;
+  for (int r = 0; r < kRows; ++r) {
+    rows.push_back(make_row(3 * kSlice, r == 1 ? 0 : r, random));  // no NaN rows here
+    inverse.push_back(inverse_temperature_of(r));
+  }
+  std::vector<float> row_max;
+  for (const auto& row : rows) {
+    float largest = -kInf;
+    for (const float x : row) largest = std::max(largest, x);
+    row_max.push_back(largest);
+  }
+  const DeviceArray<float> d_max(row_max);
+  const DeviceArray<float> d_inverse(inverse);
+  std::vector<double> exp_sum(kRows, 0.0), mass(kRows, 0.0);
+  for (int slice = 0; slice < 3; ++slice) {
+    std::vector<float> logits;
+    for (const auto& row : rows) {
+      logits.insert(logits.end(), row.begin() + slice * kSlice, row.begin() + (slice + 1) * kSlice);
+    }
+    const DeviceArray<float> d_logits(logits);
+    DeviceArray<double> d_exp(kRows);
+    DeviceArray<double> d_mass(kRows);
+    TERN_EXPECT_LAUNCHED(launch_logit_row_partial_sums(d_logits.data(), kRows, kSlice, d_max.data(),
+                                                       d_inverse.data(), d_exp.data(),
+                                                       d_mass.data(), nullptr));
+    const std::vector<double> part_exp = d_exp.download();
+    const std::vector<double> part_mass = d_mass.download();
+    for (int r = 0; r < kRows; ++r) {
+      exp_sum[static_cast<std::size_t>(r)] += part_exp[static_cast<std::size_t>(r)];
+      mass[static_cast<std::size_t>(r)] += part_mass[static_cast<std::size_t>(r)];
+    }
+  }
+  const double bound = logit_row_sums_relative_error(3 * kSlice);
+  for (int r = 0; r < kRows; ++r) {
+    const auto at = static_cast<std::size_t>(r);
+    const float expected_lse = reference_log_sum_exp(rows[at]);
+    const float got_lse = static_cast<float>(std::log(exp_sum[at])) + row_max[at];
+    EXPECT_LE(std::fabs(static_cast<double>(got_lse) - expected_lse),
+              ulp_of(expected_lse) + 3 * kSlice * 0x1.0p-52)
+        << "row " << r;
+    if (!(inverse[at] > 0.0f)) {
+      EXPECT_TRUE(std::isnan(mass[at])) << "row " << r;
+      continue;
+    }
+    const double expected_mass = reference_scaled_mass(rows[at], inverse[at]);
+    EXPECT_LE(std::fabs(mass[at] - expected_mass) / expected_mass, bound) << "row " << r;
+  }
+  EXPECT_EQ(
+      launch_logit_row_partial_sums(nullptr, 1, 4, nullptr, nullptr, nullptr, nullptr, nullptr),
+      cudaErrorInvalidValue);
+}
+
 }  // namespace tern::kernels::cuda

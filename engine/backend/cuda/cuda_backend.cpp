@@ -201,8 +201,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create_rank(
                                   buffers, state->stream, rank.communicator);
   if (!ops) return ops.error();
   state->ops.emplace(std::move(*ops));
-  // A rank holds a slice of each row; its candidates would need merging across ranks.
-  if (cuda_options.sample_on_device && rank.slice.ranks == 1) {
+  // A rank's candidates are of its slice of each row; TensorParallelBackend merges them.
+  if (cuda_options.sample_on_device) {
     auto candidates = DeviceLogitCandidates::create(rt, state->options.max_sequences, shape.vocab);
     if (!candidates) return candidates.error();
     state->logit_candidates.emplace(std::move(*candidates));
@@ -427,7 +427,55 @@ Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
 }
 
 std::int32_t CudaBackend::logit_candidate_count() const {
+  const State& s = *state_;
+  return s.logit_candidates && s.rank.slice.ranks == 1 ? s.logit_candidates->count() : 0;
+}
+
+std::int32_t CudaBackend::slice_candidate_count() const {
   return state_->logit_candidates ? state_->logit_candidates->count() : 0;
+}
+
+std::int32_t CudaBackend::vocab_offset() const {
+  return state_->vocab_offset;
+}
+
+Status CudaBackend::forward_slice_candidates(const BatchPlan& plan,
+                                             std::span<const LogitRowRequest> rows,
+                                             std::span<float> logits, std::span<float> values,
+                                             std::span<std::int32_t> ids) {
+  State& s = *state_;
+  if (!s.logit_candidates) return Error{"forward_slice_candidates: sample_on_device is off"};
+  if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
+  Status copied = Status::success();
+  if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {
+    copied = Error{
+        fmt::format("batch plan: {} logits rows, {} row requests", s.last_logit_rows, rows.size())};
+  }
+  for (std::size_t r = 0; r < rows.size() && copied.ok(); ++r) {
+    if (rows[r].full_row) copied = s.copy_row(static_cast<int>(r), logits);
+  }
+  if (copied.ok()) {
+    copied = s.logit_candidates->issue_slice_candidates(s.ops->logits(), s.last_logit_rows, values,
+                                                        ids, s.stream);
+  }
+  const Status done = s.runtime->synchronize(s.stream);
+  return copied.ok() ? done : copied;
+}
+
+Status CudaBackend::slice_sums(std::span<const LogitRowRequest> rows,
+                               std::span<const float> row_max, std::span<double> exp_sum,
+                               std::span<double> scaled_mass) {
+  State& s = *state_;
+  if (!s.logit_candidates) return Error{"slice_sums: sample_on_device is off"};
+  if (Status selected = s.use_device(); !selected.ok()) return selected;
+  if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {
+    return Error{
+        fmt::format("slice_sums: {} rows, the last pass had {}", rows.size(), s.last_logit_rows)};
+  }
+  const Status issued = s.logit_candidates->issue_slice_sums(s.ops->logits(), rows, row_max,
+                                                             exp_sum, scaled_mass, s.stream);
+  const Status done = s.runtime->synchronize(s.stream);
+  return issued.ok() ? done : issued;
 }
 
 Status CudaBackend::forward_with_candidates(const BatchPlan& plan,
@@ -435,7 +483,8 @@ Status CudaBackend::forward_with_candidates(const BatchPlan& plan,
                                             std::span<float> logits,
                                             LogitCandidateRows& candidates) {
   State& s = *state_;
-  if (!s.logit_candidates) return forward(plan, logits);
+  // A rank's candidates are of its slice: TensorParallelBackend asks it for those itself.
+  if (!s.logit_candidates || s.rank.slice.ranks > 1) return forward(plan, logits);
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
   Status copied = Status::success();
   if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {

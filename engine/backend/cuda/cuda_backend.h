@@ -66,6 +66,18 @@ class CudaBackend final : public Backend {
                                  std::span<float> logits, LogitCandidateRows& candidates) override;
   Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
 
+  // A tensor-parallel rank's half of device-side sampling (TensorParallelBackend merges the
+  // ranks'): the forward pass, its columns of the rows asked for whole, and its vocabulary
+  // slice's top candidates ([rows][slice_candidate_count()], ids within the slice); then, given
+  // each row's maximum over all ranks, its slice's parts of the row sums. 0 candidates: none.
+  std::int32_t slice_candidate_count() const;
+  std::int32_t vocab_offset() const;
+  Status forward_slice_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
+                                  std::span<float> logits, std::span<float> values,
+                                  std::span<std::int32_t> ids);
+  Status slice_sums(std::span<const LogitRowRequest> rows, std::span<const float> row_max,
+                    std::span<double> exp_sum, std::span<double> scaled_mass);
+
   // The residual stream of the last forward pass's tokens ([tokens][hidden], copied out): after
   // the final all-reduce every rank of a group must hold the same bits (tests).
   Expected<std::vector<float>> hidden_states();

@@ -18,7 +18,7 @@ std::uint64_t aligned(std::uint64_t bytes) {
 
 // Byte offsets of the device buffer's sections.
 struct Sections {
-  std::uint64_t values, ids, log_sum_exp, scaled_mass, inverse_temperature, end;
+  std::uint64_t values, ids, log_sum_exp, scaled_mass, inverse_temperature, row_max, exp_sum, end;
 
   Sections(int max_rows, int count) {
     const auto rows = static_cast<std::uint64_t>(max_rows);
@@ -28,7 +28,9 @@ struct Sections {
     log_sum_exp = ids + aligned(candidates * sizeof(std::int32_t));
     scaled_mass = log_sum_exp + aligned(rows * sizeof(float));
     inverse_temperature = scaled_mass + aligned(rows * sizeof(double));
-    end = inverse_temperature + aligned(rows * sizeof(float));
+    row_max = inverse_temperature + aligned(rows * sizeof(float));
+    exp_sum = row_max + aligned(rows * sizeof(float));
+    end = exp_sum + aligned(rows * sizeof(double));
   }
 };
 
@@ -43,7 +45,7 @@ Expected<DeviceLogitCandidates> DeviceLogitCandidates::create(DeviceRuntime& run
   const Sections sections(max_rows, count);
   auto device = DeviceAllocation::create(runtime, sections.end, "the logits rows' candidates");
   if (!device) return device.error();
-  auto pinned = runtime.allocate_pinned(static_cast<std::uint64_t>(max_rows) * sizeof(float),
+  auto pinned = runtime.allocate_pinned(2 * static_cast<std::uint64_t>(max_rows) * sizeof(float),
                                         "the sampling temperatures' staging buffer");
   if (!pinned) return pinned.error();
   std::unique_ptr<float, PinnedRelease> staging(static_cast<float*>(*pinned),
@@ -67,6 +69,8 @@ DeviceLogitCandidates::DeviceLogitCandidates(DeviceRuntime& runtime, DeviceAlloc
   log_sum_exp_ = reinterpret_cast<float*>(base + sections.log_sum_exp);
   scaled_mass_ = reinterpret_cast<double*>(base + sections.scaled_mass);
   inverse_temperature_ = reinterpret_cast<float*>(base + sections.inverse_temperature);
+  row_max_ = reinterpret_cast<float*>(base + sections.row_max);
+  exp_sum_ = reinterpret_cast<double*>(base + sections.exp_sum);
 }
 
 Status DeviceLogitCandidates::issue(const float* logits, std::span<const LogitRowRequest> rows,
@@ -116,6 +120,69 @@ Status DeviceLogitCandidates::issue(const float* logits, std::span<const LogitRo
     if (!copied.ok()) return copied;
   }
   return Status::success();
+}
+
+Status DeviceLogitCandidates::issue_slice_candidates(const float* logits, int rows,
+                                                     std::span<float> values,
+                                                     std::span<std::int32_t> ids, Stream stream) {
+  const auto candidates = static_cast<std::size_t>(rows) * static_cast<std::size_t>(count_);
+  if (rows < 0 || rows > max_rows_ || values.size() < candidates || ids.size() < candidates) {
+    return Error{fmt::format("logit candidates: {} rows asked, room for {}", rows, max_rows_)};
+  }
+  if (rows == 0) return Status::success();
+  const kernels::cuda::DeviceKernels& k = runtime_->kernels();
+  if (Status launched = runtime_->launched(
+          k.top_k(logits, rows, vocab_, count_, values_, ids_, stream.handle), "top_k");
+      !launched.ok()) {
+    return launched;
+  }
+  if (Status copied =
+          runtime_->copy_to_host(values.data(), values_, candidates * sizeof(float), stream);
+      !copied.ok()) {
+    return copied;
+  }
+  return runtime_->copy_to_host(ids.data(), ids_, candidates * sizeof(std::int32_t), stream);
+}
+
+Status DeviceLogitCandidates::issue_slice_sums(const float* logits,
+                                               std::span<const LogitRowRequest> rows,
+                                               std::span<const float> row_max,
+                                               std::span<double> exp_sum,
+                                               std::span<double> scaled_mass, Stream stream) {
+  const auto row_count = static_cast<int>(rows.size());
+  if (row_count > max_rows_ || row_max.size() < rows.size() || exp_sum.size() < rows.size() ||
+      scaled_mass.size() < rows.size()) {
+    return Error{fmt::format("logit candidates: {} rows asked, room for {}", row_count, max_rows_)};
+  }
+  if (row_count == 0) return Status::success();
+  float* staging = staging_.get();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    staging[r] = rows[r].inverse_temperature;
+    staging[static_cast<std::size_t>(max_rows_) + r] = row_max[r];
+  }
+  const auto row_bytes = static_cast<std::uint64_t>(row_count) * sizeof(float);
+  if (Status copied = runtime_->copy_to_device(inverse_temperature_, staging, row_bytes, stream);
+      !copied.ok()) {
+    return copied;
+  }
+  if (Status copied = runtime_->copy_to_device(row_max_, staging + max_rows_, row_bytes, stream);
+      !copied.ok()) {
+    return copied;
+  }
+  const kernels::cuda::DeviceKernels& k = runtime_->kernels();
+  if (Status launched = runtime_->launched(
+          k.logit_row_partial_sums(logits, row_count, vocab_, row_max_, inverse_temperature_,
+                                   exp_sum_, scaled_mass_, stream.handle),
+          "logit_row_partial_sums");
+      !launched.ok()) {
+    return launched;
+  }
+  const auto sum_bytes = static_cast<std::uint64_t>(row_count) * sizeof(double);
+  if (Status copied = runtime_->copy_to_host(exp_sum.data(), exp_sum_, sum_bytes, stream);
+      !copied.ok()) {
+    return copied;
+  }
+  return runtime_->copy_to_host(scaled_mass.data(), scaled_mass_, sum_bytes, stream);
 }
 
 }  // namespace tern::engine::cuda

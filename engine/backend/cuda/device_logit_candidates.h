@@ -28,6 +28,17 @@ class DeviceLogitCandidates {
   Status issue(const float* logits, std::span<const LogitRowRequest> rows, LogitCandidateRows& out,
                Stream stream);
 
+  // A tensor-parallel rank's share, `logits` being its vocabulary slice of each row, in two
+  // halves around the host's merge of the ranks' row maxima. First the slice's top count()
+  // candidates (slice-local ids, best first) into values/ids ([rows][count()]); then, given
+  // every row's maximum over the whole row, the slice's parts of the row sums (see
+  // launch_logit_row_partial_sums). Same synchronisation rule as issue().
+  Status issue_slice_candidates(const float* logits, int rows, std::span<float> values,
+                                std::span<std::int32_t> ids, Stream stream);
+  Status issue_slice_sums(const float* logits, std::span<const LogitRowRequest> rows,
+                          std::span<const float> row_max, std::span<double> exp_sum,
+                          std::span<double> scaled_mass, Stream stream);
+
  private:
   struct PinnedRelease {
     DeviceRuntime* runtime;
@@ -39,7 +50,8 @@ class DeviceLogitCandidates {
 
   DeviceRuntime* runtime_;
   DeviceAllocation device_;
-  std::unique_ptr<float, PinnedRelease> staging_;  // [max_rows] inverse temperatures
+  // [max_rows] inverse temperatures, then [max_rows] row maxima (tensor-parallel ranks)
+  std::unique_ptr<float, PinnedRelease> staging_;
   int max_rows_;
   int vocab_;
   int count_;
@@ -48,6 +60,8 @@ class DeviceLogitCandidates {
   float* log_sum_exp_ = nullptr;          // [max_rows]
   double* scaled_mass_ = nullptr;         // [max_rows]
   float* inverse_temperature_ = nullptr;  // [max_rows]
+  float* row_max_ = nullptr;              // [max_rows], a rank's
+  double* exp_sum_ = nullptr;             // [max_rows], a rank's
 };
 
 }  // namespace tern::engine::cuda

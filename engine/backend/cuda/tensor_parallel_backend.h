@@ -42,6 +42,14 @@ class TensorParallelBackend final : public Backend {
   Status allocate_kv_cache(const KvCacheSpec& spec) override;
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
+  // Device-side sampling over the ranks: each rank's top candidates of its vocabulary slice are
+  // merged on the host into the row's best (the slices are disjoint, so the merge is exact);
+  // the row maxima are then handed back so that every rank sums the very terms the host
+  // sampler forms from the whole row, and the host adds the ranks' parts.
+  std::int32_t logit_candidate_count() const override;
+  Status forward_with_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
+                                 std::span<float> logits, LogitCandidateRows& candidates) override;
+  Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
   // The smallest rank's budget: every rank's pool has the same blocks.
   Expected<std::optional<std::uint64_t>> device_kv_budget(KvCacheType type,
                                                           std::int32_t block_size) override;
@@ -69,6 +77,19 @@ class TensorParallelBackend final : public Backend {
   std::unique_ptr<RankWorkers> workers_;  // first to go: its threads use everything above
   mutable std::mutex failed_mutex_;       // health() reads failed_ from other threads
   Status failed_;                         // the first failure; the group is unusable after it
+  // Device-side sampling, sized once: per rank its candidates and sums, then the merge's.
+  struct RankCandidates {
+    std::vector<float> values;
+    std::vector<std::int32_t> ids;
+    std::vector<double> exp_sum;
+    std::vector<double> scaled_mass;
+  };
+  void allocate_candidate_buffers();
+  void merge_candidates(std::size_t row, LogitCandidateRows& out);
+  std::int32_t candidate_count_ = 0;
+  std::vector<RankCandidates> rank_candidates_;
+  std::vector<float> row_max_;
+  std::vector<std::size_t> merge_heads_;  // per rank: its next candidate in the merge
   std::vector<std::string> injected_;     // per rank: a failure to report at its next step
 };
 

@@ -269,50 +269,61 @@ TEST_F(EngineDeviceSamplingTest, RowsWhoseCandidatesCannotDecideAreFetchedWhole)
 // rows: the same requests with sample_on_device on and off give the same tokens; logprobs
 // within the device's rounding of log-sum-exp (bit-identical on the emulated device, whose
 // exp and log are the host's).
+// Also over two tensor-parallel ranks, whose candidates and sums are merged on the host (the
+// sums' parts added in another order: logprobs within a float ulp or so).
 TEST_F(EngineDeviceSamplingTest, TheCudaBackendsCandidatesGiveItsWholeRowsTokens) {
   TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
-  std::vector<Request> requests;
-  for (Request& request : mixed_requests()) {
-    // One prompt's nine variants (11 samples): the emulated device is slow.
-    if (request.prompt_ids == mixed_requests().front().prompt_ids) {
-      request.stop.max_tokens = 8;
-      requests.push_back(std::move(request));
+  for (const int ranks : {1, 2}) {
+    BackendSpec ranks_spec{.kind = kind, .tensor_parallel = ranks};
+    ranks_spec.emulated.devices = ranks;
+    if (ranks > 1 && !check_backend_available(ranks_spec).ok()) continue;
+    std::vector<Request> requests;
+    for (Request& request : mixed_requests()) {
+      // One prompt's nine variants (11 samples): the emulated device is slow.
+      if (request.prompt_ids == mixed_requests().front().prompt_ids) {
+        request.stop.max_tokens = 8;
+        requests.push_back(std::move(request));
+      }
     }
+    EngineOptions options = factory_->default_options();
+    options.kv_cache_type = KvCacheType::f16;
+    options.num_kv_blocks = 256;
+    options.scheduler.max_num_seqs = 16;
+    auto run_on_device = [&](bool sample_on_device, EngineStats& stats) {
+      BackendSpec spec;
+      spec.kind = kind;
+      spec.options = {.max_sequences = 16, .max_batch_tokens = 64, .max_context = 512};
+      spec.cuda.sample_on_device = sample_on_device;
+      spec.tensor_parallel = ranks;
+      spec.emulated.devices = ranks;
+      kernels::ThreadPool pool(1);
+      auto backend = create_backend(spec, factory_->weights(), pool);
+      EXPECT_TRUE(backend.ok()) << backend.error().message;
+      if (!backend) return std::vector<RequestOutput>{};
+      EXPECT_EQ((*backend)->logit_candidate_count(), sample_on_device ? 64 : 0);
+      auto engine = Engine::create(**backend, &factory_->tokenizer(), options);
+      EXPECT_TRUE(engine.ok()) << engine.error().message;
+      if (!engine) return std::vector<RequestOutput>{};
+      std::vector<RequestOutput> outputs = run_all(**engine, requests);
+      stats = (*engine)->stats();
+      return outputs;
+    };
+    EngineStats whole_stats, device_stats;
+    const std::vector<RequestOutput> whole = run_on_device(false, whole_stats);
+    const std::vector<RequestOutput> device = run_on_device(true, device_stats);
+    const float tolerance = kind == BackendKind::cuda_emulated && ranks == 1 ? 0.0f : 1e-5f;
+    expect_same_outputs(whole, device, tolerance);
+    EXPECT_EQ(whole_stats.logit_rows_from_candidates, 0);
+    EXPECT_GT(device_stats.logit_rows_from_candidates, device_stats.logit_rows_whole);
+    EXPECT_GT(device_stats.logit_rows_fetched, 0);
+    std::printf(
+        "%s, %d ranks: %lld tokens from candidates, %lld from whole rows, %lld rows "
+        "fetched\n",
+        std::string(kind_name).c_str(), ranks,
+        static_cast<long long>(device_stats.logit_rows_from_candidates),
+        static_cast<long long>(device_stats.logit_rows_whole),
+        static_cast<long long>(device_stats.logit_rows_fetched));
   }
-  EngineOptions options = factory_->default_options();
-  options.kv_cache_type = KvCacheType::f16;
-  options.num_kv_blocks = 256;
-  options.scheduler.max_num_seqs = 16;
-  auto run_on_device = [&](bool sample_on_device, EngineStats& stats) {
-    BackendSpec spec;
-    spec.kind = kind;
-    spec.options = {.max_sequences = 16, .max_batch_tokens = 64, .max_context = 512};
-    spec.cuda.sample_on_device = sample_on_device;
-    kernels::ThreadPool pool(1);
-    auto backend = create_backend(spec, factory_->weights(), pool);
-    EXPECT_TRUE(backend.ok()) << backend.error().message;
-    if (!backend) return std::vector<RequestOutput>{};
-    EXPECT_EQ((*backend)->logit_candidate_count(), sample_on_device ? 64 : 0);
-    auto engine = Engine::create(**backend, &factory_->tokenizer(), options);
-    EXPECT_TRUE(engine.ok()) << engine.error().message;
-    if (!engine) return std::vector<RequestOutput>{};
-    std::vector<RequestOutput> outputs = run_all(**engine, requests);
-    stats = (*engine)->stats();
-    return outputs;
-  };
-  EngineStats whole_stats, device_stats;
-  const std::vector<RequestOutput> whole = run_on_device(false, whole_stats);
-  const std::vector<RequestOutput> device = run_on_device(true, device_stats);
-  const float tolerance = kind == BackendKind::cuda_emulated ? 0.0f : 1e-5f;
-  expect_same_outputs(whole, device, tolerance);
-  EXPECT_EQ(whole_stats.logit_rows_from_candidates, 0);
-  EXPECT_GT(device_stats.logit_rows_from_candidates, device_stats.logit_rows_whole);
-  EXPECT_GT(device_stats.logit_rows_fetched, 0);
-  std::printf("%s: %lld tokens from candidates, %lld from whole rows, %lld rows fetched\n",
-              std::string(kind_name).c_str(),
-              static_cast<long long>(device_stats.logit_rows_from_candidates),
-              static_cast<long long>(device_stats.logit_rows_whole),
-              static_cast<long long>(device_stats.logit_rows_fetched));
 }
 
 }  // namespace
