@@ -64,7 +64,7 @@ echo "test-gpu: the device runtime and the CUDA backend on the device" \
 left_out=ServeRefusesACudaBackend
 if [ "$(grep -c '^GPU [0-9]' <<<"$gpus")" -lt 2 ]; then
   echo "test-gpu: one GPU: the tensor-parallel tests (two GPUs) are left out"
-  left_out="$left_out|TensorParallel2|tensor_parallel|OverTwoRanks"
+  left_out="$left_out|TensorParallel2|tensor_parallel|OverTwoRanks|CudaLogitCandidates.*/[12]$"
 fi
 TERN_TEST_CUDA_BACKEND=cuda run_ctest -R Cuda -LE gpu -E "$left_out"
 
