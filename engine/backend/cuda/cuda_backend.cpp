@@ -93,6 +93,8 @@ struct CudaBackend::State {
 
   Status issue_forward(const BatchPlan& batch, std::size_t logits_size);
   Status copy_row(int row, std::span<float> logits);
+  // After issue_forward: the copies of the rows `rows` asks for whole.
+  Status copy_whole_rows(std::span<const LogitRowRequest> rows, std::span<float> logits);
 
   // Runs the largest bucket (and a one-row GEMV step) eagerly over inert rows, so every kernel
   // is loaded before capture, then captures a graph per bucket.
@@ -408,6 +410,19 @@ Status CudaBackend::State::copy_row(int row, std::span<float> logits) {
       ops->logits() + at * slice, slice * sizeof(float), stream);
 }
 
+Status CudaBackend::State::copy_whole_rows(std::span<const LogitRowRequest> rows,
+                                           std::span<float> logits) {
+  if (rows.size() != static_cast<std::size_t>(last_logit_rows)) {
+    return Error{
+        fmt::format("batch plan: {} logits rows, {} row requests", last_logit_rows, rows.size())};
+  }
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (!rows[r].full_row) continue;
+    if (Status copied = copy_row(static_cast<int>(r), logits); !copied.ok()) return copied;
+  }
+  return Status::success();
+}
+
 Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
   State& s = *state_;
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
@@ -446,14 +461,7 @@ Status CudaBackend::forward_slice_candidates(const BatchPlan& plan,
   State& s = *state_;
   if (!s.logit_candidates) return Error{"forward_slice_candidates: sample_on_device is off"};
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
-  Status copied = Status::success();
-  if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {
-    copied = Error{
-        fmt::format("batch plan: {} logits rows, {} row requests", s.last_logit_rows, rows.size())};
-  }
-  for (std::size_t r = 0; r < rows.size() && copied.ok(); ++r) {
-    if (rows[r].full_row) copied = s.copy_row(static_cast<int>(r), logits);
-  }
+  Status copied = s.copy_whole_rows(rows, logits);
   if (copied.ok()) {
     copied = s.logit_candidates->issue_slice_candidates(s.ops->logits(), s.last_logit_rows, values,
                                                         ids, s.stream);
@@ -486,14 +494,7 @@ Status CudaBackend::forward_with_candidates(const BatchPlan& plan,
   // A rank's candidates are of its slice: TensorParallelBackend asks it for those itself.
   if (!s.logit_candidates || s.rank.slice.ranks > 1) return forward(plan, logits);
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
-  Status copied = Status::success();
-  if (rows.size() != static_cast<std::size_t>(s.last_logit_rows)) {
-    copied = Error{
-        fmt::format("batch plan: {} logits rows, {} row requests", s.last_logit_rows, rows.size())};
-  }
-  for (std::size_t r = 0; r < rows.size() && copied.ok(); ++r) {
-    if (rows[r].full_row) copied = s.copy_row(static_cast<int>(r), logits);
-  }
+  Status copied = s.copy_whole_rows(rows, logits);
   if (copied.ok()) copied = s.logit_candidates->issue(s.ops->logits(), rows, candidates, s.stream);
   const Status done = s.runtime->synchronize(s.stream);
   return copied.ok() ? done : copied;
