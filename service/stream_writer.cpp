@@ -270,12 +270,15 @@ awaitable<void> watch_disconnect(const ServerConfig& config, beast::tcp_stream& 
       co_return;
     }
     auto [ec, bytes] = co_await stream.socket().async_read_some(buffer.prepare(4096), kUseTuple);
+    // Before the cancellation check: a read that completed as the watch was cancelled (the
+    // response just ended, the client already sent its next request) holds that request's
+    // bytes, and dropping them left the connection waiting for it until idle_s.
+    buffer.commit(bytes);
     if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
     if (ec) {
       generation.client_gone = true;
       co_return;
     }
-    buffer.commit(bytes);
   }
 }
 
