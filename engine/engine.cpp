@@ -439,9 +439,12 @@ void Engine::State::sample_deferred() {
     }
     const std::span<const float> row = std::span<const float>(logits).subspan(
         static_cast<std::size_t>(waiting.row) * vocab, vocab);
+    // Every sampled token counts once, by where it was drawn from.
     if (waiting.token < 0) {
+      Counters::add(counters.full_rows, 1);
       generate(sample, row);
     } else {
+      Counters::add(counters.candidate_rows, 1);
       deliver_token(sample, waiting.token, row);
     }
   }

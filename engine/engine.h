@@ -56,8 +56,9 @@ struct EngineStats {
   std::uint64_t kv_cache_bytes = 0;  // the blocks' bytes in every layer
   std::int32_t kv_free_blocks = 0;   // including cached blocks nobody references
   double prefix_hit_rate = 0;
-  // Samples drawn from a device's candidates, from rows that came back whole, and rows fetched
-  // whole after their candidates did not decide (Backend::logit_candidate_count()).
+  // Tokens drawn from a device's candidates and from whole rows (a declined row, fetched whole,
+  // counts as whole: the two add up to the tokens sampled), and rows fetched whole after their
+  // candidates did not decide (Backend::logit_candidate_count()).
   std::int64_t logit_rows_from_candidates = 0;
   std::int64_t logit_rows_whole = 0;
   std::int64_t logit_rows_fetched = 0;

@@ -231,6 +231,12 @@ TEST_F(EngineDeviceSamplingTest, CandidatesGiveTheWholeRowsTokensAndLogprobs) {
   EXPECT_GT(stats.logit_rows_whole, 0);
   EXPECT_GT(stats.logit_rows_fetched, 0);
   EXPECT_EQ(stats.logit_rows_fetched, backend->fetched_rows);
+  // Every token counted once, by the path it was drawn from (declined ones as whole rows).
+  std::int64_t tokens = 0;
+  for (const RequestOutput& output : expected) {
+    for (const SampleOutput& sample : output.samples) tokens += sample.ids.size();
+  }
+  EXPECT_EQ(stats.logit_rows_from_candidates + stats.logit_rows_whole, tokens);
   std::printf("rows: %lld from candidates, %lld whole (%lld copied back), %lld fetched\n",
               static_cast<long long>(stats.logit_rows_from_candidates),
               static_cast<long long>(stats.logit_rows_whole),
