@@ -119,10 +119,34 @@ Expected<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   const std::string scaling_type_key = keys.prefix() + "rope.scaling.type";
   const std::optional<std::string_view> scaling_type = gguf.get_string(scaling_type_key);
   const std::optional<float> scaling_factor = keys.get_float("rope.scaling.factor", false);
+  // A YaRN parameter that must be positive when stated.
+  const auto positive_or = [&](std::string_view suffix, float default_value) {
+    const std::optional<float> value = keys.get_float(suffix, false);
+    if (value && !(*value > 0)) {
+      keys.fail(keys.prefix() + std::string(suffix), fmt::format("{} must be positive", *value));
+    }
+    return value.value_or(default_value);
+  };
   if (scaling_type == "linear" || (!scaling_type && keys.get_float("rope.scale_linear", false))) {
     scaling.type = RopeScalingConfig::Type::linear;
     scaling.factor =
         scaling_factor.value_or(keys.get_float("rope.scale_linear", false).value_or(1));
+  } else if (scaling_type == "yarn") {
+    // The original context defaults to the trained one, as in llama.cpp. llama.cpp's deepseek2
+    // takes yarn_log_multiplier as 0.1 * mscale_all_dim, and DeepSeek's mscale equals it. A
+    // multiplier without the yarn type scales nothing.
+    scaling.type = RopeScalingConfig::Type::yarn;
+    scaling.factor = scaling_factor.value_or(1);
+    scaling.original_max_position = config.context_length;
+    scaling.beta_fast = positive_or("rope.scaling.yarn_beta_fast", 32);
+    scaling.beta_slow = positive_or("rope.scaling.yarn_beta_slow", 1);
+    const float log_multiplier =
+        keys.get_float("rope.scaling.yarn_log_multiplier", false).value_or(0);
+    if (log_multiplier < 0) {
+      keys.fail(keys.prefix() + "rope.scaling.yarn_log_multiplier",
+                fmt::format("{} must not be negative", log_multiplier));
+    }
+    scaling.mscale = scaling.mscale_all_dim = log_multiplier / 0.1f;
   } else if (scaling_type && *scaling_type != "none") {
     spdlog::warn(
         "{}: RoPE scaling '{}' is not supported; positions beyond the original context "
@@ -135,6 +159,10 @@ Expected<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   if (const std::optional<int> original =
           keys.get_int("rope.scaling.original_context_length", false)) {
     scaling.original_max_position = *original;
+    if (scaling.type == RopeScalingConfig::Type::yarn && *original <= 0) {
+      keys.fail(keys.prefix() + "rope.scaling.original_context_length",
+                fmt::format("{} must be positive", *original));
+    }
   }
 
   // Vocabulary: the declared size, else the tokenizer's token count, else the embedding's rows.

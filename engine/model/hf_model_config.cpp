@@ -51,6 +51,44 @@ void add_token_ids(JsonObjectReader& reader, std::string_view key, std::vector<i
   }
 }
 
+// A YaRN parameter that must be positive; HF's `get(key) or default` makes 0 and null the default.
+float positive_or(JsonObjectReader& reader, std::string_view key, float default_value) {
+  const float value = to_float(reader, key).value_or(0);
+  if (value == 0) return default_value;
+  if (!(value > 0)) reader.fail(key, fmt::format("{} must be positive", value));
+  return value;
+}
+
+// HF's _compute_yarn_parameters: the original context defaults to max_position_embeddings and a
+// missing factor is the ratio of the two.
+void read_yarn_scaling(JsonObjectReader& reader, int context_length, RopeScalingConfig& scaling) {
+  scaling.type = RopeScalingConfig::Type::yarn;
+  scaling.original_max_position =
+      to_int(reader, "original_max_position_embeddings").value_or(context_length);
+  if (scaling.original_max_position <= 0) {
+    reader.fail("original_max_position_embeddings",
+                fmt::format("{} must be positive", scaling.original_max_position));
+    return;
+  }
+  scaling.factor = to_float(reader, "factor")
+                       .value_or(static_cast<float>(static_cast<double>(context_length) /
+                                                    scaling.original_max_position));
+  scaling.beta_fast = positive_or(reader, "beta_fast", 32);
+  scaling.beta_slow = positive_or(reader, "beta_slow", 1);
+  // 0 and absent alike: HF tests `mscale and mscale_all_dim`. A negative one could zero
+  // get_mscale and make the attention factor infinite.
+  scaling.mscale = to_float(reader, "mscale").value_or(0);
+  scaling.mscale_all_dim = to_float(reader, "mscale_all_dim").value_or(0);
+  for (const auto& [key, value] :
+       {std::pair{"mscale", scaling.mscale}, std::pair{"mscale_all_dim", scaling.mscale_all_dim}}) {
+    if (value < 0) reader.fail(key, fmt::format("{} must not be negative", value));
+  }
+  scaling.attention_factor = to_float(reader, "attention_factor");
+  if (scaling.attention_factor && !(*scaling.attention_factor > 0)) {
+    reader.fail("attention_factor", fmt::format("{} must be positive", *scaling.attention_factor));
+  }
+}
+
 void read_rope_scaling(JsonObjectReader& config_reader, ModelConfig& config) {
   const std::optional<simdjson::dom::object> object = config_reader.get_object("rope_scaling");
   if (!object) return;
@@ -68,6 +106,8 @@ void read_rope_scaling(JsonObjectReader& config_reader, ModelConfig& config) {
     scaling.high_freq_factor = to_float(reader, "high_freq_factor").value_or(4);
     scaling.original_max_position =
         to_int(reader, "original_max_position_embeddings").value_or(8192);
+  } else if (type == "yarn" || type == "deepseek_yarn") {  // older DeepSeek configs
+    read_yarn_scaling(reader, config.context_length, scaling);
   } else if (type && *type != "default") {
     spdlog::warn(
         "{}: RoPE scaling '{}' is not supported; positions beyond the original context "

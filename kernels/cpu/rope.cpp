@@ -21,11 +21,60 @@ double llama3_scaled(double inverse_frequency, const RopeScaling& scaling) {
   return (1 - smooth) * inverse_frequency / scaling.factor + smooth * inverse_frequency;
 }
 
+// YaRN's correction range in dimension units: [low, high] with, for dimension index i < dim/2,
+// ramp(i) = clamp((i - low) / (high - low), 0, 1) the share of the interpolated frequency. HF
+// clamps low from below and high from above only; fmax/fmin also turn the NaNs of nonsense
+// parameters (a non-positive context or beta) into a bound, so nothing downstream is undefined.
+struct YarnRamp {
+  double low;
+  double high;
+
+  double at(std::size_t i) const {
+    return std::fmin(std::fmax((static_cast<double>(i) - low) / (high - low), 0.0), 1.0);
+  }
+};
+
+YarnRamp yarn_ramp(int rotary_dim, double theta, const RopeScaling& scaling) {
+  // The dimension whose frequency turns `rotations` times over the original context.
+  const auto correction_dim = [&](double rotations) {
+    return rotary_dim *
+           std::log(scaling.original_max_position / (rotations * 2 * std::numbers::pi)) /
+           (2 * std::log(theta));
+  };
+  YarnRamp ramp{std::fmax(std::floor(correction_dim(scaling.beta_fast)), 0.0),
+                std::fmin(std::ceil(correction_dim(scaling.beta_slow)), rotary_dim - 1.0)};
+  if (ramp.low == ramp.high) ramp.high += 0.001;  // HF's guard against a zero-width ramp
+  return ramp;
+}
+
+double yarn_get_mscale(double scale, double mscale) {
+  return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
+}
+
 }  // namespace
+
+double rope_attention_factor(const RopeScaling& scaling) {
+  if (scaling.type != RopeScaling::Type::yarn) return 1.0;
+  if (scaling.attention_factor) return *scaling.attention_factor;
+  if (scaling.mscale != 0 && scaling.mscale_all_dim != 0) {
+    return yarn_get_mscale(scaling.factor, scaling.mscale) /
+           yarn_get_mscale(scaling.factor, scaling.mscale_all_dim);
+  }
+  return yarn_get_mscale(scaling.factor, 1.0);
+}
+
+double rope_softmax_scale_multiplier(const RopeScaling& scaling) {
+  if (scaling.type != RopeScaling::Type::yarn || scaling.mscale_all_dim == 0) return 1.0;
+  const double mscale = yarn_get_mscale(scaling.factor, scaling.mscale_all_dim);
+  return mscale * mscale;
+}
 
 std::vector<float> rope_inverse_frequencies(int rotary_dim, float theta,
                                             const RopeScaling& scaling) {
   std::vector<float> frequencies(static_cast<std::size_t>(rotary_dim / 2));
+  const YarnRamp ramp = scaling.type == RopeScaling::Type::yarn
+                            ? yarn_ramp(rotary_dim, theta, scaling)
+                            : YarnRamp{0, 1};
   for (std::size_t i = 0; i < frequencies.size(); ++i) {
     double frequency = std::pow(static_cast<double>(theta),
                                 -2.0 * static_cast<double>(i) / static_cast<double>(rotary_dim));
@@ -38,6 +87,11 @@ std::vector<float> rope_inverse_frequencies(int rotary_dim, float theta,
       case RopeScaling::Type::llama3:
         frequency = llama3_scaled(frequency, scaling);
         break;
+      case RopeScaling::Type::yarn: {
+        const double interpolated = ramp.at(i);
+        frequency = frequency / scaling.factor * interpolated + frequency * (1 - interpolated);
+        break;
+      }
     }
     frequencies[i] = static_cast<float>(frequency);
   }
@@ -46,7 +100,8 @@ std::vector<float> rope_inverse_frequencies(int rotary_dim, float theta,
 
 void apply_rope(float* x, std::int64_t tokens, std::int64_t row_stride, int n_heads, int head_dim,
                 const std::int32_t* positions, std::span<const float> inverse_frequencies,
-                RopeLayout layout) {
+                RopeLayout layout, float magnitude) {
+  const double scale = magnitude;  // x * 1.0 is exact, so magnitude 1 changes no bit
   const std::size_t pairs = inverse_frequencies.size();
   assert(pairs <= kMaxRotaryPairs && static_cast<int>(2 * pairs) <= head_dim);
   float cosines[kMaxRotaryPairs];
@@ -58,8 +113,8 @@ void apply_rope(float* x, std::int64_t tokens, std::int64_t row_stride, int n_he
     const double position = positions[token];
     for (std::size_t i = 0; i < pairs; ++i) {
       const double angle = position * static_cast<double>(inverse_frequencies[i]);
-      cosines[i] = static_cast<float>(std::cos(angle));
-      sines[i] = static_cast<float>(std::sin(angle));
+      cosines[i] = static_cast<float>(std::cos(angle) * scale);
+      sines[i] = static_cast<float>(std::sin(angle) * scale);
     }
     float* row = x + token * row_stride;
     for (int head = 0; head < n_heads; ++head) {
