@@ -35,17 +35,18 @@ struct ScalarOps {
   }
 
   static void accumulate(float* accumulator, const float* weights, const Element* values, int count,
-                         int head_dim) {
+                         int stride, int value_dim) {
     for (int t = 0; t < count; ++t) {
-      const Element* value = values + static_cast<std::int64_t>(t) * head_dim;
-      for (int i = 0; i < head_dim; ++i) accumulator[i] += weights[t] * load(value, i);
+      const Element* value = values + static_cast<std::int64_t>(t) * stride;
+      for (int i = 0; i < value_dim; ++i) accumulator[i] += weights[t] * load(value, i);
     }
   }
 };
 
 using AttentionFunction = void (*)(const float*, std::int64_t, int, int, int, int,
                                    const std::int32_t*, const KvCacheLayout&, const void*,
-                                   const void*, float, float*, std::int64_t, AttentionScratch&);
+                                   const void*, int, float, float*, std::int64_t,
+                                   AttentionScratch&);
 
 AttentionFunction select_attention() {
   const CpuFeatures& features = cpu_features();
@@ -66,30 +67,31 @@ AttentionScratch::AttentionScratch(int max_context, int head_dim)
 void paged_attention(const float* q, std::int64_t q_stride, int q_len, int first_position,
                      int n_heads, int kv_head, const std::int32_t* block_table,
                      const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
-                     float scale, float* out, std::int64_t out_stride, AttentionScratch& scratch) {
+                     int value_dim, float scale, float* out, std::int64_t out_stride,
+                     AttentionScratch& scratch) {
   static const AttentionFunction function = select_attention();
   function(q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool,
-           v_pool, scale, out, out_stride, scratch);
+           v_pool, value_dim, scale, out, out_stride, scratch);
 }
 
 void paged_attention_scalar(const float* q, std::int64_t q_stride, int q_len, int first_position,
                             int n_heads, int kv_head, const std::int32_t* block_table,
                             const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
-                            float scale, float* out, std::int64_t out_stride,
+                            int value_dim, float scale, float* out, std::int64_t out_stride,
                             AttentionScratch& scratch) {
   switch (layout.type) {
     case KvType::f32:
       return attention_tiles::run<ScalarOps<KvType::f32>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
     case KvType::f16:
       return attention_tiles::run<ScalarOps<KvType::f16>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
     case KvType::bf16:
       return attention_tiles::run<ScalarOps<KvType::bf16>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
   }
 }
 

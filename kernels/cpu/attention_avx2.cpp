@@ -57,15 +57,15 @@ struct Avx2Ops {
   }
 
   static void accumulate(float* accumulator, const float* weights, const Element* values, int count,
-                         int head_dim) {
+                         int stride, int value_dim) {
     int i = 0;
     // Four independent FMA chains per pass over the keys.
-    for (; i + 32 <= head_dim; i += 32) {
+    for (; i + 32 <= value_dim; i += 32) {
       __m256 a0 = _mm256_loadu_ps(accumulator + i), a1 = _mm256_loadu_ps(accumulator + i + 8);
       __m256 a2 = _mm256_loadu_ps(accumulator + i + 16), a3 = _mm256_loadu_ps(accumulator + i + 24);
       for (int t = 0; t < count; ++t) {
         const __m256 w = _mm256_set1_ps(weights[t]);
-        const Element* value = values + static_cast<std::int64_t>(t) * head_dim + i;
+        const Element* value = values + static_cast<std::int64_t>(t) * stride + i;
         a0 = _mm256_fmadd_ps(w, load(value), a0);
         a1 = _mm256_fmadd_ps(w, load(value + 8), a1);
         a2 = _mm256_fmadd_ps(w, load(value + 16), a2);
@@ -76,18 +76,18 @@ struct Avx2Ops {
       _mm256_storeu_ps(accumulator + i + 16, a2);
       _mm256_storeu_ps(accumulator + i + 24, a3);
     }
-    for (; i + 8 <= head_dim; i += 8) {
+    for (; i + 8 <= value_dim; i += 8) {
       __m256 a = _mm256_loadu_ps(accumulator + i);
       for (int t = 0; t < count; ++t) {
-        const Element* value = values + static_cast<std::int64_t>(t) * head_dim + i;
+        const Element* value = values + static_cast<std::int64_t>(t) * stride + i;
         a = _mm256_fmadd_ps(_mm256_set1_ps(weights[t]), load(value), a);
       }
       _mm256_storeu_ps(accumulator + i, a);
     }
-    for (; i < head_dim; ++i) {
+    for (; i < value_dim; ++i) {
       float a = accumulator[i];
       for (int t = 0; t < count; ++t) {
-        a += weights[t] * load_one(values + static_cast<std::int64_t>(t) * head_dim + i);
+        a += weights[t] * load_one(values + static_cast<std::int64_t>(t) * stride + i);
       }
       accumulator[i] = a;
     }
@@ -99,21 +99,21 @@ struct Avx2Ops {
 void paged_attention_avx2(const float* q, std::int64_t q_stride, int q_len, int first_position,
                           int n_heads, int kv_head, const std::int32_t* block_table,
                           const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
-                          float scale, float* out, std::int64_t out_stride,
+                          int value_dim, float scale, float* out, std::int64_t out_stride,
                           AttentionScratch& scratch) {
   switch (layout.type) {
     case KvType::f32:
-      return attention_tiles::run<Avx2Ops<KvType::f32>>(q, q_stride, q_len, first_position, n_heads,
-                                                        kv_head, block_table, layout, k_pool,
-                                                        v_pool, scale, out, out_stride, scratch);
+      return attention_tiles::run<Avx2Ops<KvType::f32>>(
+          q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
+          value_dim, scale, out, out_stride, scratch);
     case KvType::f16:
-      return attention_tiles::run<Avx2Ops<KvType::f16>>(q, q_stride, q_len, first_position, n_heads,
-                                                        kv_head, block_table, layout, k_pool,
-                                                        v_pool, scale, out, out_stride, scratch);
+      return attention_tiles::run<Avx2Ops<KvType::f16>>(
+          q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
+          value_dim, scale, out, out_stride, scratch);
     case KvType::bf16:
       return attention_tiles::run<Avx2Ops<KvType::bf16>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
   }
 }
 

@@ -60,15 +60,15 @@ struct Avx512Ops {
   }
 
   static void accumulate(float* accumulator, const float* weights, const Element* values, int count,
-                         int head_dim) {
+                         int stride, int value_dim) {
     int i = 0;
     // Four independent FMA chains per pass over the keys.
-    for (; i + 64 <= head_dim; i += 64) {
+    for (; i + 64 <= value_dim; i += 64) {
       __m512 a0 = _mm512_loadu_ps(accumulator + i), a1 = _mm512_loadu_ps(accumulator + i + 16);
       __m512 a2 = _mm512_loadu_ps(accumulator + i + 32), a3 = _mm512_loadu_ps(accumulator + i + 48);
       for (int t = 0; t < count; ++t) {
         const __m512 w = _mm512_set1_ps(weights[t]);
-        const Element* value = values + static_cast<std::int64_t>(t) * head_dim + i;
+        const Element* value = values + static_cast<std::int64_t>(t) * stride + i;
         a0 = _mm512_fmadd_ps(w, load(value), a0);
         a1 = _mm512_fmadd_ps(w, load(value + 16), a1);
         a2 = _mm512_fmadd_ps(w, load(value + 32), a2);
@@ -79,11 +79,11 @@ struct Avx512Ops {
       _mm512_storeu_ps(accumulator + i + 32, a2);
       _mm512_storeu_ps(accumulator + i + 48, a3);
     }
-    for (; i < head_dim; i += 16) {
-      const __mmask16 mask = avx512::tail_mask(head_dim - i < 16 ? head_dim - i : 16);
+    for (; i < value_dim; i += 16) {
+      const __mmask16 mask = avx512::tail_mask(value_dim - i < 16 ? value_dim - i : 16);
       __m512 a = avx512::load_f32(accumulator + i, mask);
       for (int t = 0; t < count; ++t) {
-        const Element* value = values + static_cast<std::int64_t>(t) * head_dim + i;
+        const Element* value = values + static_cast<std::int64_t>(t) * stride + i;
         a = _mm512_fmadd_ps(_mm512_set1_ps(weights[t]), load(value, mask), a);
       }
       _mm512_mask_storeu_ps(accumulator + i, mask, a);
@@ -96,21 +96,21 @@ struct Avx512Ops {
 void paged_attention_avx512(const float* q, std::int64_t q_stride, int q_len, int first_position,
                             int n_heads, int kv_head, const std::int32_t* block_table,
                             const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
-                            float scale, float* out, std::int64_t out_stride,
+                            int value_dim, float scale, float* out, std::int64_t out_stride,
                             AttentionScratch& scratch) {
   switch (layout.type) {
     case KvType::f32:
       return attention_tiles::run<Avx512Ops<KvType::f32>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
     case KvType::f16:
       return attention_tiles::run<Avx512Ops<KvType::f16>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
     case KvType::bf16:
       return attention_tiles::run<Avx512Ops<KvType::bf16>>(
           q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          scale, out, out_stride, scratch);
+          value_dim, scale, out, out_stride, scratch);
   }
 }
 

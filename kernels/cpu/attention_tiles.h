@@ -8,7 +8,8 @@
 //   static float dot(const float* q, const Element* key, int head_dim);
 //   static float exp_and_sum(float* scores, int count, float maximum);  // in place: e^(s - max)
 //   static void accumulate(float* accumulator, const float* weights, const Element* values,
-//                          int count, int head_dim);  // accumulator += sum_t w[t] * values[t]
+//                          int count, int stride, int value_dim);
+//       // accumulator[0 .. value_dim) += sum_t w[t] * values[t * stride + 0 .. value_dim)
 // Each operation must treat a key or a dimension alike wherever it sits, which the tiling below
 // relies on for batch invariance.
 
@@ -24,7 +25,7 @@ namespace tern::kernels::attention_tiles {
 template <typename Ops>
 static void run(const float* q, std::int64_t q_stride, int q_len, int first_position, int n_heads,
                 int kv_head, const std::int32_t* block_table, const KvCacheLayout& layout,
-                const void* k_pool, const void* v_pool, float scale, float* out,
+                const void* k_pool, const void* v_pool, int value_dim, float scale, float* out,
                 std::int64_t out_stride, AttentionScratch& scratch) {
   using Element = typename Ops::Element;
   const int head_dim = layout.head_dim;
@@ -32,6 +33,7 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
   const int group = n_heads / layout.n_kv_heads;
   assert(n_heads % layout.n_kv_heads == 0 && kv_head < layout.n_kv_heads);
   assert(head_dim == scratch.head_dim());
+  assert(value_dim >= 1 && value_dim <= head_dim);
   assert(first_position + q_len <= scratch.max_context());
   const std::int64_t block_elements =
       static_cast<std::int64_t>(layout.n_kv_heads) * block_size * head_dim;
@@ -54,7 +56,7 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
         running_max[h] = -INFINITY;
         running_sum[h] = 0;
       }
-      for (int i = 0; i < heads * head_dim; ++i) accumulators[i] = 0;
+      for (int i = 0; i < heads * value_dim; ++i) accumulators[i] = 0;
 
       for (int tile_start = 0; tile_start < key_count; tile_start += kAttentionKeyTile) {
         const int tile_length =
@@ -90,10 +92,11 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
               running_sum[h] * correction + Ops::exp_and_sum(head_scores, tile_length, new_max);
           running_max[h] = new_max;
           if (correction != 1.0f) {
-            float* accumulator = accumulators + h * head_dim;
-            for (int i = 0; i < head_dim; ++i) accumulator[i] *= correction;
+            float* accumulator = accumulators + h * value_dim;
+            for (int i = 0; i < value_dim; ++i) accumulator[i] *= correction;
           }
         }
+        // Values: rows laid out as keys, of which the first value_dim count.
         for (int j = 0; j < tile_length;) {
           const int position = tile_start + j;
           const int slot = position % block_size;
@@ -102,18 +105,18 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
                                   block_table[position / block_size] * block_elements +
                                   head_offset + static_cast<std::int64_t>(slot) * head_dim;
           for (int h = 0; h < heads; ++h) {
-            Ops::accumulate(accumulators + h * head_dim, scores + h * kAttentionKeyTile + j, values,
-                            run, head_dim);
+            Ops::accumulate(accumulators + h * value_dim, scores + h * kAttentionKeyTile + j,
+                            values, run, head_dim, value_dim);
           }
           j += run;
         }
       }
 
-      float* output = out + row * out_stride + static_cast<std::int64_t>(query_head) * head_dim;
+      float* output = out + row * out_stride + static_cast<std::int64_t>(query_head) * value_dim;
       for (int h = 0; h < heads; ++h) {
         const float inverse_sum = 1.0f / running_sum[h];
-        for (int i = 0; i < head_dim; ++i) {
-          output[h * head_dim + i] = accumulators[h * head_dim + i] * inverse_sum;
+        for (int i = 0; i < value_dim; ++i) {
+          output[h * value_dim + i] = accumulators[h * value_dim + i] * inverse_sum;
         }
       }
     }

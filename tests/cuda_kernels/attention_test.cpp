@@ -181,8 +181,8 @@ std::vector<float> run_cpu(const Cache& cache, const Batch& batch) {
       paged_attention_scalar(batch.q.data() + first_row * width, width, q_len,
                              batch.contexts[s] - q_len, batch.n_heads, kv_head,
                              batch.tables.data() + s * static_cast<std::size_t>(cache.max_blocks),
-                             cache.layout, cache.k_host.data(), cache.v_host.data(), batch.scale,
-                             out.data() + first_row * width, width, scratch);
+                             cache.layout, cache.k_host.data(), cache.v_host.data(), head_dim,
+                             batch.scale, out.data() + first_row * width, width, scratch);
     }
   }
   return out;

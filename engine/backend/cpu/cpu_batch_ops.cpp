@@ -251,8 +251,8 @@ void CpuBatchOps::paged_attention(std::int32_t layer, Activation q, Activation o
           queries + chunk.token_begin * q_stride, q_stride, chunk.token_count, chunk.first_position,
           shape_.n_heads, kv_head,
           &plan_->block_tables[static_cast<std::size_t>(chunk.block_table_begin)], kv_layout_,
-          pools.k.get(), pools.v.get(), scale, output + chunk.token_begin * out_stride, out_stride,
-          scratch);
+          pools.k.get(), pools.v.get(), shape_.head_dim, scale,
+          output + chunk.token_begin * out_stride, out_stride, scratch);
     }
   });
 }
