@@ -155,6 +155,7 @@ struct Engine::State {
   };
   std::int32_t candidate_count = 0;
   std::uint64_t kv_cache_bytes = 0;  // set once at create()
+  std::uint64_t kv_bytes_per_token = 0;
   std::vector<LogitRowRequest> row_requests;
   std::vector<float> candidate_values;
   std::vector<std::int32_t> candidate_ids;
@@ -663,6 +664,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(Backend& backend, const Tokeniz
   }
   auto state = std::make_unique<State>(backend, tokenizer, options, num_blocks, scheduler);
   state->kv_cache_bytes = static_cast<std::uint64_t>(num_blocks) * block_bytes;
+  state->kv_bytes_per_token = block_bytes / static_cast<std::uint64_t>(options.block_size);
   State* raw = state.get();
   state->thread = std::thread([raw] {
     name_this_thread("tern-engine");
@@ -773,6 +775,7 @@ EngineStats Engine::stats() const {
   stats.detokenize_seconds = seconds(c.detokenize_ns);
   stats.kv_blocks = state_->kv_cache.num_blocks();
   stats.kv_cache_bytes = state_->kv_cache_bytes;
+  stats.kv_bytes_per_token = state_->kv_bytes_per_token;
   stats.kv_free_blocks = c.kv_free_blocks.load(std::memory_order_relaxed);
   stats.prefix_hit_rate = c.prefix_hit_rate.load(std::memory_order_relaxed);
   stats.logit_rows_from_candidates = c.candidate_rows.load(std::memory_order_relaxed);

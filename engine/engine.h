@@ -53,8 +53,9 @@ struct EngineStats {
   double sample_seconds = 0;
   double detokenize_seconds = 0;  // includes stop checks and pushing events
   std::int32_t kv_blocks = 0;
-  std::uint64_t kv_cache_bytes = 0;  // the blocks' bytes in every layer
-  std::int32_t kv_free_blocks = 0;   // including cached blocks nobody references
+  std::uint64_t kv_cache_bytes = 0;      // the blocks' bytes in every layer
+  std::uint64_t kv_bytes_per_token = 0;  // one token's K and V (or latent) in every layer
+  std::int32_t kv_free_blocks = 0;       // including cached blocks nobody references
   double prefix_hit_rate = 0;
   // Tokens drawn from a device's candidates and from whole rows (a declined row, fetched whole,
   // counts as whole: the two add up to the tokens sampled), and rows fetched whole after their

@@ -51,10 +51,12 @@ void ModelRegistry::load(std::size_t index) {
   if (served) {
     const ServedModel& model = **served;
     const ModelConfig& config = model.weights->config();
-    spdlog::info("model '{}' loaded in {:.2f} s: {}, {} layers, {}, context {}, {} KV blocks{}{}",
-                 spec.name, seconds, config.architecture, config.n_layers, model.quantization,
-                 model.context_length, model.engine->num_kv_blocks(), spec.note.empty() ? "" : "; ",
-                 spec.note);
+    spdlog::info(
+        "model '{}' loaded in {:.2f} s: {}, {} layers, {}, context {}, {} KV blocks ({} bytes "
+        "per token){}{}",
+        spec.name, seconds, config.architecture, config.n_layers, model.quantization,
+        model.context_length, model.engine->num_kv_blocks(),
+        model.engine->stats().kv_bytes_per_token, spec.note.empty() ? "" : "; ", spec.note);
     slot.model = std::move(*served);
     slot.state.store(SlotState::loaded, std::memory_order_release);
   } else {

@@ -96,6 +96,7 @@ std::vector<ModelStats> EngineModelService::stats() const {
     }
     entry.prefix_cache_hit_rate = engine_stats.prefix_hit_rate;
     entry.kv_cache_bytes = engine_stats.kv_cache_bytes;
+    entry.kv_bytes_per_token = engine_stats.kv_bytes_per_token;
     entry.healthy = model->backend->health().ok();
     entry.tokens_sampled_from_candidates = engine_stats.logit_rows_from_candidates;
     entry.tokens_sampled_from_whole_rows = engine_stats.logit_rows_whole;

@@ -36,6 +36,7 @@ struct ModelStats {
   double kv_cache_usage = 0;         // 0..1
   double prefix_cache_hit_rate = 0;  // 0..1, over the model's lifetime
   std::uint64_t kv_cache_bytes = 0;
+  std::uint64_t kv_bytes_per_token = 0;
   bool healthy = true;  // Backend::health: false once the model must be reloaded
   // Tokens sampled from a device's top candidates and from whole logits rows, and rows fetched
   // whole after their candidates could not decide (device-side sampling, docs/gpu.md).

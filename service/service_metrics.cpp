@@ -53,6 +53,10 @@ ServiceMetrics::ServiceMetrics()
                                    {"model"})),
       kv_cache_bytes_(registry_.gauge(
           "tern_kv_cache_bytes", "Memory of the paged KV cache, all layers, in bytes.", {"model"})),
+      kv_bytes_per_token_(registry_.gauge("tern_kv_cache_bytes_per_token",
+                                          "KV cache bytes one token takes in all layers: K and V, "
+                                          "or a latent-attention model's one latent row.",
+                                          {"model"})),
       healthy_(registry_.gauge("tern_model_healthy",
                                "1 while a loaded model serves, 0 once it must be reloaded (a "
                                "tensor-parallel rank failed).",
@@ -114,6 +118,7 @@ void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats,
     kv_cache_usage_.with({model.model}).set(model.kv_cache_usage);
     prefix_cache_hit_rate_.with({model.model}).set(model.prefix_cache_hit_rate);
     kv_cache_bytes_.with({model.model}).set(static_cast<double>(model.kv_cache_bytes));
+    kv_bytes_per_token_.with({model.model}).set(static_cast<double>(model.kv_bytes_per_token));
     healthy_.with({model.model}).set(model.healthy ? 1 : 0);
     advance_to(sampled_tokens_.with({model.model, "device_candidates"}),
                model.tokens_sampled_from_candidates);

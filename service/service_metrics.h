@@ -59,6 +59,7 @@ class ServiceMetrics {
   Family<Gauge>& prefix_cache_hit_rate_;
   Family<Gauge>& load_failed_;
   Family<Gauge>& kv_cache_bytes_;
+  Family<Gauge>& kv_bytes_per_token_;
   Family<Gauge>& healthy_;
   Family<Counter>& sampled_tokens_;
   Family<Counter>& logit_rows_fetched_;

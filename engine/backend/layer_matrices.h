@@ -14,10 +14,25 @@ namespace tern::engine {
 template <class Matrix_>
 struct LayerMatrices {
   Matrix_ wq, wk, wv, wo, w_gate, w_up, w_down;
+  Matrix_ router, shared_gate, shared_up, shared_down, q_a, q_b, kv_a;
 
   // `output` belongs to no layer: callers keep it apart.
   const Matrix_& operator[](Matrix name) const {
     switch (name) {
+      case Matrix::router:
+        return router;
+      case Matrix::shared_gate:
+        return shared_gate;
+      case Matrix::shared_up:
+        return shared_up;
+      case Matrix::shared_down:
+        return shared_down;
+      case Matrix::q_a:
+        return q_a;
+      case Matrix::q_b:
+        return q_b;
+      case Matrix::kv_a:
+        return kv_a;
       case Matrix::wq:
         return wq;
       case Matrix::wk:
@@ -55,6 +70,8 @@ const auto& layer_vector(const Layer& layer, Vector name) {
       return layer.bv;
     case Vector::q_norm:
       return layer.q_norm;
+    case Vector::q_a_norm:
+      return layer.q_a_norm;
     case Vector::k_norm:
     case Vector::output_norm:
       break;
@@ -73,8 +90,18 @@ template <class Shape>
 std::int64_t activation_width(const Shape& shape, Activation activation) {
   switch (activation) {
     case Activation::q:
-    case Activation::attention:
       return shape.q_width();
+    case Activation::attention:
+      return shape.attention_width();
+    case Activation::router_logits:
+      return shape.n_experts;
+    case Activation::shared_gate:
+    case Activation::shared_up:
+      return shape.shared_expert_ffn;
+    case Activation::q_lora:
+      return shape.q_lora_rank;
+    case Activation::latent:
+      return shape.latent_width();
     case Activation::k:
     case Activation::v:
       return shape.kv_width();
@@ -86,6 +113,7 @@ std::int64_t activation_width(const Shape& shape, Activation activation) {
     case Activation::x:
     case Activation::normed:
     case Activation::projected:
+    case Activation::shared_out:
     case Activation::logit_rows:
       break;
   }

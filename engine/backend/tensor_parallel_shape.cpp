@@ -40,6 +40,13 @@ Expected<RankShape> rank_shape(const ModelConfig& config, std::string_view sourc
     return Error{fmt::format("{}: rank {} is not one of the {} tensor-parallel ranks", source,
                              slice.rank, n)};
   }
+  if (n > 1 && (config.moe.enabled() || config.latent.enabled())) {
+    return Error{
+        fmt::format("{}: tensor parallelism over {} is not supported; serve this {} model with "
+                    "tensor_parallel 1",
+                    source, config.moe.enabled() ? "mixture-of-experts layers" : "latent attention",
+                    config.architecture)};
+  }
   if (config.n_heads % n != 0) {
     return Error{fmt::format(
         "{}: {} query heads do not split over {} devices (tensor parallelism needs n_heads % "
@@ -139,6 +146,14 @@ MatrixSlice held_matrix(const ModelConfig& config, RankSlice slice, Matrix matri
       return {held_ffn(config, slice), all_hidden};
     case Matrix::w_down:
       return {all_hidden, held_ffn(config, slice)};
+    case Matrix::router:  // rank_shape refuses experts and latent attention over several ranks
+    case Matrix::shared_gate:
+    case Matrix::shared_up:
+    case Matrix::shared_down:
+    case Matrix::q_a:
+    case Matrix::q_b:
+    case Matrix::kv_a:
+      return {IndexRange{0, 0}, all_hidden};
     case Matrix::output:
       break;
   }
@@ -157,6 +172,7 @@ IndexRange held_vector(const ModelConfig& config, RankSlice slice, Vector vector
     case Vector::ffn_norm:
     case Vector::q_norm:
     case Vector::k_norm:
+    case Vector::q_a_norm:
     case Vector::output_norm:
       break;
   }

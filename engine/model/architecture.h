@@ -22,6 +22,6 @@ const ArchitectureInfo* find_architecture(std::string_view gguf_name);
 // From config.json: `model_type`, else the first of `architectures` that we know.
 const ArchitectureInfo* find_hf_architecture(std::string_view model_type,
                                              std::span<const std::string_view> architectures);
-std::string supported_architectures();  // "llama (Llama 2/3, TinyLlama, Mistral), qwen2, qwen3"
+std::string supported_architectures();  // "llama (Llama 2/3, ...), qwen2, ..."
 
 }  // namespace tern::engine

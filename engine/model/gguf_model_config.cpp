@@ -55,6 +55,13 @@ class GgufKeys {
     }
     return static_cast<float>(*value);
   }
+  std::optional<bool> get_bool(std::string_view suffix) {
+    const std::string key = prefix_ + std::string(suffix);
+    if (!gguf_.has(key)) return std::nullopt;
+    const std::optional<bool> value = gguf_.get_bool(key);
+    if (!value) fail(key, "expected a boolean");
+    return value;
+  }
   void fail(std::string_view key, std::string_view reason) {
     if (!error_) error_ = Error{fmt::format("{}: key '{}': {}", gguf_.path(), key, reason)};
   }
@@ -69,6 +76,50 @@ class GgufKeys {
 
 void add_unique(std::vector<int>& ids, std::optional<int> id) {
   if (id && *id >= 0 && std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+}
+
+// llama.cpp's expert keys: `llama` with experts (Mixtral), `qwen3moe`, `deepseek2`.
+void read_experts(GgufKeys& keys, ModelConfig& config) {
+  MoeConfig& moe = config.moe;
+  moe.n_experts = keys.get_int("expert_count", false).value_or(0);
+  if (moe.n_experts == 0) return;
+  moe.experts_per_token = keys.get_int("expert_used_count", true).value_or(0);
+  moe.expert_ffn =
+      keys.get_int("expert_feed_forward_length", false).value_or(config.ffn_hidden_size);
+  if (const std::optional<bool> norm = keys.get_bool("expert_weights_norm")) {
+    moe.normalize_weights = *norm;
+  }
+  moe.weight_scale = keys.get_float("expert_weights_scale", false).value_or(1.0f);
+  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE: 1 softmax, 2 sigmoid; deepseek2 defaults to softmax
+  // only for V2 files, which carry no gating key.
+  if (const std::optional<int> gating = keys.get_int("expert_gating_func", false)) {
+    if (*gating == 2) {
+      moe.scoring = MoeConfig::Scoring::sigmoid;
+    } else if (*gating != 1) {
+      keys.fail(keys.prefix() + "expert_gating_func",
+                fmt::format("{} is not supported (1 softmax, 2 sigmoid)", *gating));
+    }
+  }
+  moe.n_groups = keys.get_int("expert_group_count", false).value_or(1);
+  moe.groups_per_token = keys.get_int("expert_group_used_count", false).value_or(1);
+  moe.shared_expert_ffn = keys.get_int("expert_shared_count", false).value_or(0) * moe.expert_ffn;
+  moe.first_dense_layers = keys.get_int("leading_dense_block_count", false).value_or(0);
+}
+
+// deepseek2: files written before 2025 keep key_length = nope + rope and a whole attn_kv_b;
+// later ones store the absorbed sizes in key_length/value_length and the originals in *_mla.
+void read_latent_attention(GgufKeys& keys, ModelConfig& config) {
+  LatentAttentionConfig& latent = config.latent;
+  latent.q_lora_rank = keys.get_int("attention.q_lora_rank", false).value_or(0);
+  latent.kv_lora_rank = keys.get_int("attention.kv_lora_rank", true).value_or(0);
+  latent.rope_head_dim = keys.get_int("rope.dimension_count", true).value_or(0);
+  const int key_length = keys.get_int("attention.key_length_mla", false)
+                             .value_or(keys.get_int("attention.key_length", true).value_or(0));
+  latent.value_head_dim = keys.get_int("attention.value_length_mla", false)
+                              .value_or(keys.get_int("attention.value_length", true).value_or(0));
+  latent.nope_head_dim = key_length - latent.rope_head_dim;
+  config.head_dim = key_length;
+  config.n_kv_heads = config.n_heads;  // every head reads the one latent
 }
 
 }  // namespace
@@ -92,14 +143,15 @@ Expected<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   config.n_kv_heads = keys.get_int("attention.head_count_kv", false).value_or(config.n_heads);
   const int default_head_dim = config.n_heads > 0 ? config.hidden_size / config.n_heads : 0;
   config.head_dim = keys.get_int("attention.key_length", false).value_or(default_head_dim);
+  const bool latent_attention = arch->name == "deepseek2";
   if (const std::optional<int> value_length = keys.get_int("attention.value_length", false);
-      value_length && *value_length != config.head_dim) {
+      !latent_attention && value_length && *value_length != config.head_dim) {
     keys.fail(keys.prefix() + "attention.value_length",
               fmt::format("{} differs from the key length {}, which is not supported",
                           *value_length, config.head_dim));
   }
   if (const std::optional<int> rope_dims = keys.get_int("rope.dimension_count", false);
-      rope_dims && *rope_dims != config.head_dim) {
+      !latent_attention && rope_dims && *rope_dims != config.head_dim) {
     keys.fail(keys.prefix() + "rope.dimension_count",
               fmt::format("partial rotary embedding ({} of {} dimensions) is not supported",
                           *rope_dims, config.head_dim));
@@ -188,10 +240,13 @@ Expected<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   generation.top_k = keys.read_int("general.sampling.top_k", false);
   generation.min_p = keys.read_float("general.sampling.min_p", false);
   generation.repetition_penalty = keys.read_float("general.sampling.penalty_repeat", false);
+  read_experts(keys, config);
+  if (latent_attention) read_latent_attention(keys, config);
   if (keys.error()) return *keys.error();
 
   // GGUF's llama converter permutes Q/K rows for interleaved RoPE; qwen files keep rotate-half.
-  config.rope_layout = arch->name == "llama" ? RopeLayout::interleaved : RopeLayout::neox;
+  config.rope_layout =
+      arch->name == "llama" || latent_attention ? RopeLayout::interleaved : RopeLayout::neox;
   config.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
   config.qkv_bias = arch->qkv_bias || gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
   config.qk_norm = arch->qk_norm;

@@ -25,6 +25,22 @@ constexpr TensorNames kGgufNames{
     .bv = "blk.{}.attn_v.bias",
     .q_norm = "blk.{}.attn_q_norm.weight",
     .k_norm = "blk.{}.attn_k_norm.weight",
+    .router = "blk.{}.ffn_gate_inp.weight",
+    .selection_bias = "blk.{}.exp_probs_b.bias",
+    .expert_gate = "blk.{}.ffn_gate_exps.weight",
+    .expert_up = "blk.{}.ffn_up_exps.weight",
+    .expert_down = "blk.{}.ffn_down_exps.weight",
+    .shared_gate = "blk.{}.ffn_gate_shexp.weight",
+    .shared_up = "blk.{}.ffn_up_shexp.weight",
+    .shared_down = "blk.{}.ffn_down_shexp.weight",
+    .q_a = "blk.{}.attn_q_a.weight",
+    .q_a_norm = "blk.{}.attn_q_a_norm.weight",
+    .q_b = "blk.{}.attn_q_b.weight",
+    .kv_a = "blk.{}.attn_kv_a_mqa.weight",
+    .kv_a_norm = "blk.{}.attn_kv_a_norm.weight",
+    .kv_b = "blk.{}.attn_kv_b.weight",
+    .k_b = "blk.{}.attn_k_b.weight",
+    .v_b = "blk.{}.attn_v_b.weight",
 };
 
 std::optional<StoredTensor> stored_tensor(const GgufFile& gguf, const std::string& name) {

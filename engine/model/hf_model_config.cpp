@@ -138,6 +138,68 @@ void read_generation_config(const std::string& path, ModelConfig& config,
   if (reader.error()) error = reader.error();
 }
 
+// Mixtral (`num_local_experts`), Qwen3-MoE (`num_experts`) and DeepSeek-V3 (`n_routed_experts`).
+// Keyed by the architecture, since config.json may name it by `architectures` alone.
+void read_experts(JsonObjectReader& reader, ModelConfig& config) {
+  MoeConfig& moe = config.moe;
+  const std::string_view arch = config.architecture;
+  if (arch == "llama" && reader.get("num_local_experts")) {
+    moe.n_experts = required_int(reader, "num_local_experts");
+    moe.expert_ffn = config.ffn_hidden_size;
+  } else if (arch == "qwen3moe") {
+    moe.n_experts = required_int(reader, "num_experts");
+    moe.expert_ffn = required_int(reader, "moe_intermediate_size");
+    moe.normalize_weights = reader.get_bool("norm_topk_prob").value_or(false);
+    moe.sparse_step = to_int(reader, "decoder_sparse_step").value_or(1);
+    if (const auto layers = reader.get_int_list("mlp_only_layers")) {
+      for (std::int64_t layer : *layers) {
+        if (layer < 0 || layer >= config.n_layers) {
+          reader.fail("mlp_only_layers", fmt::format("layer {} is out of range", layer));
+          return;
+        }
+        moe.dense_layers.push_back(static_cast<int>(layer));
+      }
+    }
+  } else if (arch == "deepseek2") {
+    moe.n_experts = required_int(reader, "n_routed_experts");
+    moe.expert_ffn = required_int(reader, "moe_intermediate_size");
+    moe.scoring = MoeConfig::Scoring::sigmoid;
+    moe.normalize_weights = reader.get_bool("norm_topk_prob").value_or(true);
+    moe.n_groups = to_int(reader, "n_group").value_or(1);
+    moe.groups_per_token = to_int(reader, "topk_group").value_or(1);
+    moe.weight_scale = to_float(reader, "routed_scaling_factor").value_or(1.0f);
+    moe.shared_expert_ffn = to_int(reader, "n_shared_experts").value_or(0) * moe.expert_ffn;
+    moe.first_dense_layers = to_int(reader, "first_k_dense_replace").value_or(0);
+    if (const auto scoring = reader.get_string("scoring_func"); scoring && *scoring != "sigmoid") {
+      reader.fail("scoring_func", fmt::format("'{}' is not supported (DeepSeek-V3 uses sigmoid)",
+                                              printable(*scoring)));
+    }
+    if (const auto method = reader.get_string("topk_method"); method && *method != "noaux_tc") {
+      reader.fail("topk_method", fmt::format("'{}' is not supported (DeepSeek-V3 uses noaux_tc)",
+                                             printable(*method)));
+    }
+    if (const auto frequency = to_int(reader, "moe_layer_freq"); frequency && *frequency != 1) {
+      reader.fail("moe_layer_freq", fmt::format("{} is not supported (only 1)", *frequency));
+    }
+  } else {
+    return;
+  }
+  moe.experts_per_token = required_int(reader, "num_experts_per_tok");
+}
+
+void read_latent_attention(JsonObjectReader& reader, ModelConfig& config) {
+  LatentAttentionConfig& latent = config.latent;
+  latent.q_lora_rank = to_int(reader, "q_lora_rank").value_or(0);  // null: a plain q_proj
+  latent.kv_lora_rank = required_int(reader, "kv_lora_rank");
+  latent.nope_head_dim = required_int(reader, "qk_nope_head_dim");
+  latent.rope_head_dim = required_int(reader, "qk_rope_head_dim");
+  latent.value_head_dim = required_int(reader, "v_head_dim");
+  config.head_dim = latent.nope_head_dim + latent.rope_head_dim;
+  // HF's rope_interleave (default true) rotates adjacent pairs.
+  config.rope_layout = reader.get_bool("rope_interleave").value_or(true) ? RopeLayout::interleaved
+                                                                         : RopeLayout::neox;
+}
+
 }  // namespace
 
 Expected<ModelConfig> config_from_hf_directory(const std::string& directory) {
@@ -193,6 +255,8 @@ Expected<ModelConfig> config_from_hf_directory(const std::string& directory) {
   config.tied_embeddings = reader.get_bool("tie_word_embeddings").value_or(false);
   config.qkv_bias = arch->qkv_bias || reader.get_bool("attention_bias").value_or(false);
   config.qk_norm = arch->qk_norm;
+  read_experts(reader, config);
+  if (config.architecture == "deepseek2") read_latent_attention(reader, config);
   add_token_ids(reader, "eos_token_id", config.eos_token_ids);
   config.bos_token_id = to_int(reader, "bos_token_id").value_or(-1);
   if (const std::optional<int> window = to_int(reader, "sliding_window");

@@ -23,7 +23,32 @@ constexpr TensorNames kHfNames{
     .bv = "model.layers.{}.self_attn.v_proj.bias",
     .q_norm = "model.layers.{}.self_attn.q_norm.weight",
     .k_norm = "model.layers.{}.self_attn.k_norm.weight",
+    .router = "model.layers.{}.mlp.gate.weight",
+    .selection_bias = "model.layers.{}.mlp.gate.e_score_correction_bias",
+    .expert_gate = "model.layers.{}.mlp.experts.{x}.gate_proj.weight",
+    .expert_up = "model.layers.{}.mlp.experts.{x}.up_proj.weight",
+    .expert_down = "model.layers.{}.mlp.experts.{x}.down_proj.weight",
+    .shared_gate = "model.layers.{}.mlp.shared_experts.gate_proj.weight",
+    .shared_up = "model.layers.{}.mlp.shared_experts.up_proj.weight",
+    .shared_down = "model.layers.{}.mlp.shared_experts.down_proj.weight",
+    .q_a = "model.layers.{}.self_attn.q_a_proj.weight",
+    .q_a_norm = "model.layers.{}.self_attn.q_a_layernorm.weight",
+    .q_b = "model.layers.{}.self_attn.q_b_proj.weight",
+    .kv_a = "model.layers.{}.self_attn.kv_a_proj_with_mqa.weight",
+    .kv_a_norm = "model.layers.{}.self_attn.kv_a_layernorm.weight",
+    .kv_b = "model.layers.{}.self_attn.kv_b_proj.weight",
 };
+
+// Mixtral keeps its experts under block_sparse_moe, as w1 (gate), w3 (up) and w2 (down).
+constexpr TensorNames mixtral_names() {
+  TensorNames names = kHfNames;
+  names.router = "model.layers.{}.block_sparse_moe.gate.weight";
+  names.expert_gate = "model.layers.{}.block_sparse_moe.experts.{x}.w1.weight";
+  names.expert_up = "model.layers.{}.block_sparse_moe.experts.{x}.w3.weight";
+  names.expert_down = "model.layers.{}.block_sparse_moe.experts.{x}.w2.weight";
+  return names;
+}
+constexpr TensorNames kMixtralNames = mixtral_names();
 
 std::optional<StoredTensor> stored_tensor(const SafetensorsCheckpoint& checkpoint,
                                           const std::string& name) {
@@ -50,7 +75,9 @@ Expected<ModelWeights> load_hf_model(const std::string& directory,
   const TensorLookup lookup = [&checkpoint](const std::string& name) {
     return stored_tensor(checkpoint, name);
   };
-  Expected<BoundWeights> bound = bind_weights(*config, kHfNames, lookup, source);
+  const bool mixtral = config->architecture == "llama" && config->moe.enabled();
+  Expected<BoundWeights> bound =
+      bind_weights(*config, mixtral ? kMixtralNames : kHfNames, lookup, source);
   if (!bound) return bound.error();
 
   ModelWeights weights;

@@ -25,13 +25,27 @@ Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
   ModelTables tables;
   tables.layers.reserve(weights.layers().size());
   for (const LayerWeights& source : weights.layers()) {
-    tables.layers.push_back(Layer{to_f32(source.attn_norm), to_f32(source.ffn_norm),
-                                  to_f32(source.bq), to_f32(source.bk), to_f32(source.bv),
-                                  to_f32(source.q_norm), to_f32(source.k_norm)});
+    Layer layer{to_f32(source.attn_norm),
+                to_f32(source.ffn_norm),
+                to_f32(source.bq),
+                to_f32(source.bk),
+                to_f32(source.bv),
+                to_f32(source.q_norm),
+                to_f32(source.k_norm),
+                {},
+                {},
+                {}};
+    if (source.latent) {
+      layer.q_a_norm = to_f32(source.latent->q_a_norm);
+      layer.kv_a_norm = to_f32(source.latent->kv_a_norm);
+    }
+    if (source.experts) layer.selection_bias = to_f32(source.experts->selection_bias);
+    tables.layers.push_back(std::move(layer));
   }
   tables.output_norm = to_f32(weights.output_norm());
-  tables.rope_inverse_frequencies = kernels::rope_inverse_frequencies(
-      config.head_dim, config.rope_theta, config.rope_scaling);
+  const int rotary_dim = config.latent.enabled() ? config.latent.rope_head_dim : config.head_dim;
+  tables.rope_inverse_frequencies =
+      kernels::rope_inverse_frequencies(rotary_dim, config.rope_theta, config.rope_scaling);
   // Llama 3.1 GGUF files carry their RoPE scaling as per-frequency divisors.
   if (const WeightTensor* factors = weights.rope_freq_factors()) {
     const std::vector<float> divisors = to_f32(*factors);
@@ -43,6 +57,9 @@ Expected<ModelTables> ModelTables::build(const ModelWeights& weights) {
     for (std::size_t i = 0; i < divisors.size(); ++i) frequencies[i] /= divisors[i];
   }
   tables.rope_layout = config.rope_layout;
+  tables.rope_magnitude = static_cast<float>(kernels::rope_attention_factor(config.rope_scaling));
+  tables.softmax_scale_multiplier =
+      static_cast<float>(kernels::rope_softmax_scale_multiplier(config.rope_scaling));
   return tables;
 }
 

@@ -30,10 +30,35 @@ struct WeightTensor {
 // [n_kv_heads*head_dim][hidden], wo [hidden][n_heads*head_dim], w_gate and w_up [ffn][hidden],
 // w_down [hidden][ffn]. Norm weights and biases are 1-D, stored as the file has them (F32 in
 // GGUF, often F16/BF16 in HF checkpoints).
+// A mixture-of-experts FFN. Expert e's matrices are views into the file: one slice of a stacked
+// 3-D tensor (GGUF) or its own tensor (HF), alike to a backend.
+struct ExpertWeights {
+  WeightTensor router;                         // [n_experts][hidden]
+  std::optional<WeightTensor> selection_bias;  // [n_experts]: DeepSeek-V3's e_score_correction_bias
+  std::vector<WeightTensor> gate, up, down;    // per expert: [expert_ffn][hidden], down transposed
+  std::optional<WeightTensor> shared_gate, shared_up, shared_down;  // [shared_ffn][hidden], ...
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3). kv_b_proj is either whole, [n_heads * (nope + v)]
+// [kv_lora], or split as llama.cpp has written it since 2025: k_b per head [kv_lora][nope] (the
+// absorbed form's query projection, already transposed) and v_b per head [v][kv_lora]. v_b is
+// always filled, as row views of kv_b when that is what the file has.
+struct LatentAttentionWeights {
+  std::optional<WeightTensor> q_a, q_a_norm, q_b;  // with q_lora_rank; else LayerWeights::wq
+  WeightTensor kv_a;                               // [kv_lora + rope][hidden]
+  WeightTensor kv_a_norm;                          // [kv_lora]
+  std::optional<WeightTensor> kv_b;
+  std::vector<WeightTensor> k_b, v_b;
+};
+
+// A dense layer has w_gate/w_up/w_down and no experts; a mixture-of-experts layer the reverse.
+// With latent attention wq is set only without q_lora_rank, and wk/wv never.
 struct LayerWeights {
   WeightTensor attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
   std::optional<WeightTensor> bq, bk, bv;      // qwen2 (config.qkv_bias)
   std::optional<WeightTensor> q_norm, k_norm;  // qwen3 (config.qk_norm): [head_dim]
+  std::optional<ExpertWeights> experts;
+  std::optional<LatentAttentionWeights> latent;
 };
 
 // A loaded model: its configuration and every weight, checked for presence, shape and type.

@@ -24,11 +24,17 @@ struct StoredTensor {
   const std::byte* data = nullptr;
 };
 
-// A format's tensor names; "{}" stands for the layer index.
+// A format's tensor names; "{}" stands for the layer index, "{x}" for an expert's.
 struct TensorNames {
   std::string_view token_embedding, output_norm, output;
   std::string_view attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
   std::string_view bq, bk, bv, q_norm, k_norm;
+  // Mixture of experts. With "{x}" in expert_gate each expert has its own tensors (HF); without,
+  // they are stacked in one 3-D tensor, experts outermost (GGUF).
+  std::string_view router, selection_bias, expert_gate, expert_up, expert_down;
+  std::string_view shared_gate, shared_up, shared_down;
+  // Latent attention; k_b/v_b are the split form of kv_b, per head stacked in 3-D (GGUF only).
+  std::string_view q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b, k_b, v_b;
 };
 
 using TensorLookup = std::function<std::optional<StoredTensor>(const std::string& name)>;

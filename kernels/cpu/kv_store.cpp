@@ -58,6 +58,7 @@ void store_kv(const float* k, std::int64_t k_stride, const float* v, std::int64_
       const std::int64_t column = static_cast<std::int64_t>(head) * layout.head_dim;
       store_row(k + token * k_stride + column, layout.head_dim, layout.type,
                 static_cast<std::byte*>(k_pool) + head_offset);
+      if (v_pool == nullptr) continue;
       store_row(v + token * v_stride + column, layout.head_dim, layout.type,
                 static_cast<std::byte*>(v_pool) + head_offset);
     }

@@ -25,7 +25,8 @@ std::size_t kv_block_bytes(const KvCacheLayout& layout);
 
 // Writes token rows of k and v ([tokens][n_kv_heads * head_dim], rows k_stride / v_stride floats
 // apart) into the pools at their positions: block block_table[position / block_size], slot
-// position % block_size. k_pool and v_pool point at block 0 of the layer.
+// position % block_size. k_pool and v_pool point at block 0 of the layer. With v_pool == nullptr
+// only K is written (latent attention caches one row per token, which is its own value).
 void store_kv(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,
               std::int64_t tokens, const std::int32_t* positions, const std::int32_t* block_table,
               const KvCacheLayout& layout, void* k_pool, void* v_pool);

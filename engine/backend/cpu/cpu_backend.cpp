@@ -59,13 +59,7 @@ void CpuBackend::State::repack_for_kernels() {
     matrix = kernels::repack_q8_tiles(matrix, tile_copies.back().data(), pool);
     bytes += size;
   };
-  for (CpuBatchOps::LayerMatrices& layer : ops.layer_matrices()) {
-    for (kernels::WeightMatrix* matrix :
-         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      repack(*matrix);
-    }
-  }
-  repack(ops.output_matrix());
+  ops.for_each_matrix(repack);
   if (bytes > 0) {
     spdlog::info("{}: repacked {:.1f} MiB of Q8_0/Q4_0 weights into 16-row tiles in {:.2f} s",
                  weights.path(), static_cast<double>(bytes) / (1 << 20),
@@ -88,17 +82,19 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
     return Error{fmt::format("{}: architecture '{}' has no model graph; supported: {}",
                              weights.path(), config.architecture, supported_architectures())};
   }
-  if (!kernels::is_matmul_supported(weights.output().type)) {
-    return Error{fmt::format("{}: output weight type {} is not supported by the CPU kernels",
-                             weights.path(), kernels::tensor_type_name(weights.output().type))};
-  }
-  for (const LayerWeights& source : weights.layers()) {
-    for (const WeightTensor* tensor : {&source.wq, &source.wk, &source.wv, &source.wo,
-                                       &source.w_gate, &source.w_up, &source.w_down}) {
-      if (!kernels::is_matmul_supported(tensor->type)) {
-        return Error{fmt::format("{}: weight type {} is not supported by the CPU kernels",
-                                 weights.path(), kernels::tensor_type_name(tensor->type))};
-      }
+  if (config.moe.enabled()) {
+    const MoeConfig& moe = config.moe;
+    const kernels::MoeRouting routing{moe.scoring == MoeConfig::Scoring::sigmoid
+                                          ? kernels::MoeRouting::Scoring::sigmoid
+                                          : kernels::MoeRouting::Scoring::softmax,
+                                      moe.n_experts,
+                                      moe.experts_per_token,
+                                      moe.normalize_weights,
+                                      moe.n_groups,
+                                      moe.groups_per_token,
+                                      moe.weight_scale};
+    if (const std::optional<std::string> invalid = kernels::validate(routing)) {
+      return Error{fmt::format("{}: expert routing: {}", weights.path(), *invalid)};
     }
   }
   auto tables = ModelTables::build(weights);
@@ -107,6 +103,14 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
   if (resolved.max_context <= 0) resolved.max_context = config.context_length;
   auto state =
       std::make_unique<State>(weights, std::move(*tables), pool, resolved, architecture->graph);
+  std::optional<Error> unsupported;
+  state->ops.for_each_matrix([&](const kernels::WeightMatrix& matrix) {
+    if (!unsupported && !kernels::is_matmul_supported(matrix.type)) {
+      unsupported = Error{fmt::format("{}: weight type {} is not supported by the CPU kernels",
+                                      weights.path(), kernels::tensor_type_name(matrix.type))};
+    }
+  });
+  if (unsupported) return *unsupported;
   state->repack_for_kernels();
   return std::unique_ptr<CpuBackend>(new CpuBackend(std::move(state)));
 }
@@ -123,8 +127,11 @@ std::int32_t CpuBackend::max_sequences() const {
 
 std::uint64_t CpuBackend::kv_block_bytes(KvCacheType type, std::int32_t block_size) const {
   const RankShape& shape = state_->spec.shape;
-  const kernels::KvCacheLayout layout{type, block_size, shape.n_kv_heads, shape.head_dim};
-  return kv_block_bytes_all_layers(layout, state_->spec.n_layers);
+  const kernels::KvCacheLayout layout = CpuBatchOps::kv_layout(shape, type, block_size);
+  // Latent attention caches one row per token and layer, with no separate V.
+  const std::uint64_t pools = shape.kv_lora_rank > 0 ? 1 : 2;
+  return pools * kernels::kv_block_bytes(layout) *
+         static_cast<std::uint64_t>(state_->spec.n_layers);
 }
 
 Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
@@ -132,9 +139,8 @@ Status CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
     return Error{"cpu backend: the KV cache needs at least one block of at least one token"};
   }
   const RankShape& shape = state_->spec.shape;
-  return state_->ops.allocate_kv_cache(
-      kernels::KvCacheLayout{spec.type, spec.block_size, shape.n_kv_heads, shape.head_dim},
-      spec.num_blocks);
+  return state_->ops.allocate_kv_cache(CpuBatchOps::kv_layout(shape, spec.type, spec.block_size),
+                                       spec.num_blocks);
 }
 
 Status CpuBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {

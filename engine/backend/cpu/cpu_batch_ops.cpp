@@ -21,6 +21,24 @@ kernels::WeightMatrix matrix_of(const WeightTensor& tensor) {
                                tensor.row_bytes};
 }
 
+kernels::WeightMatrix matrix_of(const std::optional<WeightTensor>& tensor) {
+  return tensor ? matrix_of(*tensor) : kernels::WeightMatrix{};
+}
+
+std::vector<kernels::WeightMatrix> matrices_of(const std::vector<WeightTensor>& tensors) {
+  std::vector<kernels::WeightMatrix> out;
+  out.reserve(tensors.size());
+  for (const WeightTensor& tensor : tensors) out.push_back(matrix_of(tensor));
+  return out;
+}
+
+// The widest input any matmul of the model reads.
+std::int64_t widest_matmul_input(const RankShape& shape) {
+  return std::max<std::int64_t>({shape.hidden, shape.ffn, shape.q_width(), shape.attention_width(),
+                                 shape.expert_ffn, shape.shared_expert_ffn, shape.q_lora_rank,
+                                 shape.kv_lora_rank, shape.head_dim});
+}
+
 }  // namespace
 
 CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
@@ -31,12 +49,37 @@ CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
       shape_(shape),
       pool_(pool),
       buffers_(buffers),
-      workspace_(buffers.max_tokens,
-                 std::max<std::int64_t>({shape.hidden, shape.ffn, shape.q_width()})) {
+      workspace_(buffers.max_tokens, widest_matmul_input(shape)) {
   for (const LayerWeights& source : weights.layers()) {
-    layers_.push_back({matrix_of(source.wq), matrix_of(source.wk), matrix_of(source.wv),
-                       matrix_of(source.wo), matrix_of(source.w_gate), matrix_of(source.w_up),
-                       matrix_of(source.w_down)});
+    LayerMatrices layer{matrix_of(source.wq),
+                        matrix_of(source.wk),
+                        matrix_of(source.wv),
+                        matrix_of(source.wo),
+                        matrix_of(source.w_gate),
+                        matrix_of(source.w_up),
+                        matrix_of(source.w_down),
+                        {},
+                        {},
+                        {},
+                        {},
+                        {},
+                        {},
+                        {}};
+    ExpertMatrices experts;
+    if (const std::optional<ExpertWeights>& moe = source.experts) {
+      layer.router = matrix_of(moe->router);
+      layer.shared_gate = matrix_of(moe->shared_gate);
+      layer.shared_up = matrix_of(moe->shared_up);
+      layer.shared_down = matrix_of(moe->shared_down);
+      experts = {matrices_of(moe->gate), matrices_of(moe->up), matrices_of(moe->down)};
+    }
+    if (const std::optional<LatentAttentionWeights>& latent = source.latent) {
+      layer.q_a = matrix_of(latent->q_a);
+      layer.q_b = matrix_of(latent->q_b);
+      layer.kv_a = matrix_of(latent->kv_a);
+    }
+    layers_.push_back(layer);
+    experts_.push_back(std::move(experts));
   }
   output_ = matrix_of(weights.output());
   kv_pools_.resize(layers_.size());
@@ -50,15 +93,30 @@ CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
   normed_.resize(tokens * hidden);
   projected_.resize(tokens * hidden);
   q_.resize(tokens * q_width);
-  attention_.resize(tokens * q_width);
+  attention_.resize(tokens * static_cast<std::size_t>(shape.attention_width()));
   k_.resize(tokens * kv_width);
   v_.resize(tokens * kv_width);
   gate_.resize(tokens * ffn);
   up_.resize(tokens * ffn);
   logit_rows_.resize(static_cast<std::size_t>(buffers.max_logit_rows) * hidden);
+  const bool latent = shape.kv_lora_rank > 0;
+  const int attention_head_dim = latent ? static_cast<int>(shape.latent_width()) : shape.head_dim;
   for (int thread = 0; thread < pool.size(); ++thread) {
-    attention_scratch_.emplace_back(buffers.max_context, shape.head_dim);
+    attention_scratch_.emplace_back(buffers.max_context, attention_head_dim);
   }
+  if (shape.n_experts > 0) allocate_expert_buffers();
+  if (latent) {
+    allocate_latent_buffers();
+    prepare_latent_matrices();
+  }
+}
+
+kernels::KvCacheLayout CpuBatchOps::kv_layout(const RankShape& shape, kernels::KvType type,
+                                              std::int32_t block_size) {
+  if (shape.kv_lora_rank > 0) {
+    return {type, block_size, 1, static_cast<int>(shape.latent_width())};
+  }
+  return {type, block_size, shape.n_kv_heads, shape.head_dim};
 }
 
 Status CpuBatchOps::allocate_kv_cache(const kernels::KvCacheLayout& layout,
@@ -67,13 +125,16 @@ Status CpuBatchOps::allocate_kv_cache(const kernels::KvCacheLayout& layout,
   kv_layout_ = layout;
   const std::size_t bytes = kernels::kv_block_bytes(layout) * static_cast<std::size_t>(num_blocks);
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const bool separate_values = shape_.kv_lora_rank == 0;
   for (KvPools& pools : kv_pools_) {
     pools.k = AlignedBytes(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
-    pools.v = AlignedBytes(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
-    if (!pools.k || !pools.v) {
+    if (separate_values) {
+      pools.v = AlignedBytes(static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded)));
+    }
+    if (!pools.k || (separate_values && !pools.v)) {
       kv_blocks_ = 0;
       return Error{fmt::format("cpu backend: cannot allocate {} bytes of KV cache",
-                               2 * bytes * kv_pools_.size())};
+                               (separate_values ? 2 : 1) * bytes * kv_pools_.size())};
     }
   }
   kv_blocks_ = num_blocks;
@@ -93,7 +154,7 @@ Status CpuBatchOps::copy_kv_blocks(std::span<const BlockCopy> copies) {
       const auto src = static_cast<std::size_t>(copy.src) * block_bytes;
       const auto dst = static_cast<std::size_t>(copy.dst) * block_bytes;
       std::memcpy(pools.k.get() + dst, pools.k.get() + src, block_bytes);
-      std::memcpy(pools.v.get() + dst, pools.v.get() + src, block_bytes);
+      if (pools.v) std::memcpy(pools.v.get() + dst, pools.v.get() + src, block_bytes);
     }
   }
   return Status::success();
@@ -102,6 +163,7 @@ Status CpuBatchOps::copy_kv_blocks(std::span<const BlockCopy> copies) {
 void CpuBatchOps::begin(const BatchPlan& plan, std::span<float> logits) {
   plan_ = &plan;
   logits_ = logits.data();
+  expert_bytes_read_ = 0;
   logit_rows_count_ = plan.num_logit_rows();
 }
 
@@ -127,6 +189,18 @@ float* CpuBatchOps::data(Activation activation) {
       return up_.data();
     case Activation::logit_rows:
       return logit_rows_.data();
+    case Activation::router_logits:
+      return router_logits_.data();
+    case Activation::shared_gate:
+      return shared_gate_.data();
+    case Activation::shared_up:
+      return shared_up_.data();
+    case Activation::shared_out:
+      return shared_out_.data();
+    case Activation::q_lora:
+      return q_lora_.data();
+    case Activation::latent:
+      return latent_.data();
     case Activation::logits:
       break;
   }
@@ -215,7 +289,7 @@ void CpuBatchOps::add_bias(VectorRef bias, Activation rows_of) {
 void CpuBatchOps::rope(Activation rows_of, std::int32_t heads) {
   kernels::apply_rope(data(rows_of), rows(rows_of), width(rows_of), heads, shape_.head_dim,
                       plan_->positions.data(), tables_.rope_inverse_frequencies,
-                      tables_.rope_layout);
+                      tables_.rope_layout, tables_.rope_magnitude);
 }
 
 void CpuBatchOps::store_kv(std::int32_t layer, Activation k, Activation v) {
@@ -241,7 +315,8 @@ void CpuBatchOps::paged_attention(std::int32_t layer, Activation q, Activation o
   float* output = data(out);
   const int kv_heads = shape_.n_kv_heads;
   const auto items = static_cast<std::int64_t>(plan_->sequences.size()) * kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+  const float scale =
+      tables_.softmax_scale_multiplier / std::sqrt(static_cast<float>(shape_.head_dim));
   pool_.run([&](int thread_index, int thread_count) {
     kernels::AttentionScratch& scratch = attention_scratch_[static_cast<std::size_t>(thread_index)];
     for (std::int64_t item = thread_index; item < items; item += thread_count) {

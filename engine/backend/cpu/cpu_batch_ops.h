@@ -15,6 +15,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/moe_router.h"
 
 namespace tern::kernels {
 class ThreadPool;
@@ -40,9 +41,49 @@ class CpuBatchOps final : public BatchOps {
   CpuBatchOps(const ModelWeights& weights, const ModelTables& tables, const RankShape& shape,
               kernels::ThreadPool& pool, const CpuBuffers& buffers);
 
+  // A mixture-of-experts layer's routed experts (empty for a dense layer).
+  struct ExpertMatrices {
+    std::vector<kernels::WeightMatrix> gate, up, down;
+  };
+  // Latent attention's per-head projections: k_absorb [kv_lora][nope] takes a query's nope part
+  // into the latent space, v_up [value_head_dim][kv_lora] takes an attended latent out of it.
+  struct LatentMatrices {
+    std::vector<kernels::WeightMatrix> k_absorb, v_up;
+  };
+
   // Matrices as the kernels read them: repack_for_kernels() may replace them with tiles.
   std::vector<LayerMatrices>& layer_matrices() { return layers_; }
+  std::vector<ExpertMatrices>& expert_matrices() { return experts_; }
+  std::vector<LatentMatrices>& latent_matrices() { return latent_matrices_; }
   kernels::WeightMatrix& output_matrix() { return output_; }
+  // Every matrix a forward pass may read (absent ones have data == nullptr), for checks and
+  // repacking.
+  template <class Visit>
+  void for_each_matrix(Visit&& visit) {
+    for (LayerMatrices& layer : layers_) {
+      for (kernels::WeightMatrix* matrix :
+           {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down,
+            &layer.router, &layer.shared_gate, &layer.shared_up, &layer.shared_down, &layer.q_a,
+            &layer.q_b, &layer.kv_a}) {
+        if (matrix->data != nullptr) visit(*matrix);
+      }
+    }
+    for (ExpertMatrices& experts : experts_) {
+      for (auto* list : {&experts.gate, &experts.up, &experts.down}) {
+        for (kernels::WeightMatrix& matrix : *list) visit(matrix);
+      }
+    }
+    for (LatentMatrices& latent : latent_matrices_) {
+      for (auto* list : {&latent.k_absorb, &latent.v_up}) {
+        for (kernels::WeightMatrix& matrix : *list) visit(matrix);
+      }
+    }
+    visit(output_);
+  }
+
+  // The cache layout of one layer: K and V per KV head, or latent attention's one shared row.
+  static kernels::KvCacheLayout kv_layout(const RankShape& shape, kernels::KvType type,
+                                          std::int32_t block_size);
 
   Status allocate_kv_cache(const kernels::KvCacheLayout& layout, std::int32_t num_blocks);
   Status copy_kv_blocks(std::span<const BlockCopy> copies);
@@ -64,6 +105,13 @@ class CpuBatchOps final : public BatchOps {
   void silu_mul(Activation gate, Activation up, Activation out) override;
   void gather_logit_rows(Activation from, Activation to) override;
   void all_reduce(Activation rows) override;
+  void route_experts(std::int32_t layer, Activation logits) override;
+  void expert_ffn(std::int32_t layer, Activation in, Activation out) override;
+  void store_latent_kv(std::int32_t layer, Activation latent) override;
+  void latent_attention(std::int32_t layer, Activation q, Activation out) override;
+
+  // Expert weight bytes the last forward pass read (each routed expert once per layer).
+  std::uint64_t expert_bytes_read() const { return expert_bytes_read_; }
 
  private:
   struct AlignedFree {
@@ -79,6 +127,9 @@ class CpuBatchOps final : public BatchOps {
   std::int64_t rows(Activation activation) const;
   const std::vector<float>& vector(VectorRef ref) const;
   const kernels::WeightMatrix& matrix(std::int32_t layer, Matrix name) const;
+  void allocate_expert_buffers();
+  void allocate_latent_buffers();
+  void prepare_latent_matrices();
 
   const ModelWeights& weights_;
   const ModelTables& tables_;
@@ -91,11 +142,34 @@ class CpuBatchOps final : public BatchOps {
 
   kernels::KvCacheLayout kv_layout_{};
   std::int32_t kv_blocks_ = 0;
-  std::vector<KvPools> kv_pools_;  // one per layer
+  std::vector<KvPools> kv_pools_;  // one per layer; latent attention has no V pool
 
   // Activations, [rows][width].
   std::vector<float> x_, normed_, q_, k_, v_, attention_, projected_, gate_, up_, logit_rows_;
+  std::vector<float> router_logits_, shared_gate_, shared_up_, shared_out_, q_lora_, latent_;
   std::vector<kernels::AttentionScratch> attention_scratch_;
+
+  // Mixture of experts: the routing of the current layer, tokens grouped by expert, and the
+  // experts' rows. Slot s = the s-th (token, expert) pair in expert order.
+  std::vector<ExpertMatrices> experts_;
+  kernels::MoeRouting routing_{};
+  std::vector<float> router_scratch_;
+  std::vector<std::int32_t> token_experts_;   // [tokens][experts_per_token]
+  std::vector<float> token_weights_;          // [tokens][experts_per_token]
+  std::vector<std::int32_t> token_slots_;     // [tokens][experts_per_token]: its slot
+  std::vector<std::int32_t> expert_offsets_;  // [n_experts + 1]: each expert's first slot
+  std::vector<std::int32_t> expert_cursor_;   // [n_experts]: the next free slot while grouping
+  std::vector<std::int32_t> slot_tokens_;     // [slots]: the token of each slot
+  std::vector<float> expert_in_, expert_gate_, expert_up_;  // one expert's rows, [tokens][...]
+  std::vector<float> expert_out_;                           // [slots][hidden]
+  std::uint64_t expert_bytes_read_ = 0;
+
+  // Latent attention: per-head matrices, the transposed kv_b halves they may own, and the
+  // absorbed queries and attended latents of the batch.
+  std::vector<LatentMatrices> latent_matrices_;
+  std::vector<std::vector<float>> absorb_storage_;
+  std::vector<float> q_absorbed_, attended_latent_;
+  float latent_softmax_scale_ = 1.0f;
 
   const BatchPlan* plan_ = nullptr;
   float* logits_ = nullptr;

@@ -1,4 +1,5 @@
 #include "engine/backend/cuda/cuda_backend.h"
+#include "kernels/cpu/rope.h"
 
 #include <algorithm>
 #include <optional>
@@ -156,6 +157,21 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create_rank(
     if (!sliced) return sliced.error();
     state->spec.shape = *sliced;
     state->vocab_offset = rank.slice.rank * sliced->vocab;
+  }
+  if (kernels::rope_attention_factor(config.rope_scaling) != 1.0 ||
+      kernels::rope_softmax_scale_multiplier(config.rope_scaling) != 1.0) {
+    return Error{fmt::format(
+        "{}: the {} backend's RoPE and attention kernels do not apply YaRN's attention factors "
+        "yet; serve this model with backend cpu",
+        weights.path(), name)};
+  }
+  if (config.moe.enabled() || config.latent.enabled()) {
+    return Error{fmt::format(
+        "{}: the {} backend has no {} kernels yet (the router, the grouped expert matmul and "
+        "latent attention run on the CPU backend only); serve this {} model with backend cpu",
+        weights.path(), name,
+        config.latent.enabled() ? "latent-attention and mixture-of-experts" : "mixture-of-experts",
+        config.architecture)};
   }
   state->graph = architecture->graph;
   state->options = options;

@@ -256,4 +256,23 @@ void CudaBatchOps::all_reduce(Activation rows_of) {
                            count, stream_);
 }
 
+namespace {
+Error missing_kernel(std::string_view op) {
+  return Error{fmt::format("the CUDA backend has no {} kernel", op)};
+}
+}  // namespace
+
+void CudaBatchOps::route_experts(std::int32_t, Activation) {
+  if (!failed()) status_ = missing_kernel("route_experts");
+}
+void CudaBatchOps::expert_ffn(std::int32_t, Activation, Activation) {
+  if (!failed()) status_ = missing_kernel("expert_ffn");
+}
+void CudaBatchOps::store_latent_kv(std::int32_t, Activation) {
+  if (!failed()) status_ = missing_kernel("store_latent_kv");
+}
+void CudaBatchOps::latent_attention(std::int32_t, Activation, Activation) {
+  if (!failed()) status_ = missing_kernel("latent_attention");
+}
+
 }  // namespace tern::engine::cuda

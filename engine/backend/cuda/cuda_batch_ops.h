@@ -58,6 +58,12 @@ class CudaBatchOps final : public BatchOps {
   void silu_mul(Activation gate, Activation up, Activation out) override;
   void gather_logit_rows(Activation from, Activation to) override;
   void all_reduce(Activation rows) override;
+  // CudaBackend refuses models that need these (mixture of experts, latent attention) at
+  // creation; should a graph call one anyway, the step fails with an error naming it.
+  void route_experts(std::int32_t layer, Activation logits) override;
+  void expert_ffn(std::int32_t layer, Activation in, Activation out) override;
+  void store_latent_kv(std::int32_t layer, Activation latent) override;
+  void latent_attention(std::int32_t layer, Activation q, Activation out) override;
 
  private:
   static constexpr int kActivations = static_cast<int>(Activation::logits) + 1;

@@ -38,6 +38,7 @@ class DeviceModelWeights {
     const float* bv = nullptr;
     const float* q_norm = nullptr;  // nullptr without per-head Q/K norms
     const float* k_norm = nullptr;
+    const float* q_a_norm = nullptr;  // latent attention, which this backend refuses
   };
 
   // Copies on `stream` and waits for them; errors name the model file and the tensor, or the

@@ -38,6 +38,12 @@ class RecordingOps final : public BatchOps {
   void silu_mul(Activation, Activation, Activation) override { record("silu_mul"); }
   void gather_logit_rows(Activation, Activation) override { record("gather"); }
   void all_reduce(Activation) override { record("all_reduce"); }
+  void route_experts(std::int32_t, Activation) override { record("route_experts"); }
+  void expert_ffn(std::int32_t, Activation, Activation) override { record("expert_ffn"); }
+  void store_latent_kv(std::int32_t, Activation) override { record("store_latent_kv"); }
+  void latent_attention(std::int32_t, Activation, Activation) override {
+    record("latent_attention");
+  }
 
  private:
   void record(std::string name) {

@@ -300,3 +300,30 @@ TEST(TensorParallelShape, RefusesRowParallelSlicesThatCutBlocks) {
 
 }  // namespace
 }  // namespace tern::engine
+
+namespace tern::engine {
+namespace {
+
+// Tensor parallelism over experts is not built: an MoE or latent-attention model over several
+// ranks is refused at startup, naming what; one rank is the whole model.
+TEST(TensorParallelShape, RefusesExpertsAndLatentAttentionOverSeveralRanks) {
+  ModelConfig moe = qwen3_tiny();
+  moe.architecture = "qwen3moe";
+  moe.moe.n_experts = 8;
+  moe.moe.experts_per_token = 2;
+  moe.moe.expert_ffn = 32;
+  EXPECT_EQ(error_of(moe, {0, 2}),
+            "/models/m.gguf: tensor parallelism over mixture-of-experts layers is not supported; "
+            "serve this qwen3moe model with tensor_parallel 1");
+  EXPECT_TRUE(shape_of(moe, {0, 1}).ok());
+
+  ModelConfig latent = qwen3_tiny();
+  latent.architecture = "deepseek2";
+  latent.latent.kv_lora_rank = 32;
+  EXPECT_EQ(error_of(latent, {1, 2}),
+            "/models/m.gguf: tensor parallelism over latent attention is not supported; serve "
+            "this deepseek2 model with tensor_parallel 1");
+}
+
+}  // namespace
+}  // namespace tern::engine

@@ -77,6 +77,7 @@ ModelStats cuda_model_stats() {
   stats.tokens_sampled_from_whole_rows = 10;
   stats.logit_rows_fetched = 4;
   stats.device_memory_total_bytes = 64 << 20;
+  stats.kv_bytes_per_token = 160;
   stats.device_memory_bytes = {
       {"weights", 5 << 20}, {"activations", 1 << 20}, {"graphs", 0}, {"kv_cache", 3 << 20}};
   return stats;
@@ -93,6 +94,7 @@ TEST(MetricsTest, ModelStatsExportDeviceMemoryKvBytesAndSamplingPaths) {
   const std::string text = metrics.render();
   for (const char* line :
        {"tern_kv_cache_bytes{model=\"demo\"} 3145728",
+        "tern_kv_cache_bytes_per_token{model=\"demo\"} 160",
         "tern_sampled_tokens_total{model=\"demo\",path=\"device_candidates\"} 95",
         "tern_sampled_tokens_total{model=\"demo\",path=\"whole_row\"} 10",
         "tern_logit_rows_fetched_total{model=\"demo\"} 4",

@@ -176,6 +176,25 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, CudaBackendLogits,
                                            "models/tinystories-656k-q4_0.gguf",
                                            "models/random-qwen2-tiny", "models/random-qwen3-tiny"));
 
+// The CUDA backend has no router, expert or latent-attention kernels: such models are refused at
+// creation, naming what is missing, rather than failing at the first step.
+TEST(CudaBackendArchitectures, RefusesMixtureOfExpertsAndLatentAttentionModels) {
+  kernels::ThreadPool pool(1);
+  for (const char* model : {"models/random-mixtral-tiny", "models/random-deepseek-v3-tiny"}) {
+    TERN_REQUIRE_SHARED(model_path, model);
+    auto weights = load_model(model_path.string());
+    ASSERT_TRUE(weights.ok()) << weights.error().message;
+    auto backend = create_backend(spec_of(BackendKind::cuda_emulated), *weights, pool);
+    ASSERT_FALSE(backend.ok()) << model;
+    const std::string& message = backend.error().message;
+    EXPECT_NE(message.find("backend has no "), std::string::npos) << message;
+    EXPECT_NE(
+        message.find("serve this " + weights->config().architecture + " model with backend cpu"),
+        std::string::npos)
+        << message;
+  }
+}
+
 class CudaBackendLimits : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -335,7 +335,8 @@ TEST(ModelWeights, NamesTheFileTensorAndReason) {
   architecture.architecture = "gpt2";
   expect_load_error(architecture,
                     "tiny.gguf: unsupported architecture 'gpt2' (supported: llama (Llama 2/3, "
-                    "TinyLlama, Mistral), qwen2, qwen3)");
+                    "TinyLlama, Mistral, Mixtral), qwen2, qwen3, qwen3moe (Qwen3-MoE), "
+                    "deepseek2 (DeepSeek-V3))");
 
   TinyLlamaOptions key;
   key.omit_key = "llama.block_count";

@@ -1,0 +1,163 @@
+// The latent-attention ops of CpuBatchOps (DeepSeek's MLA), in the absorbed form: the cache holds
+// one row per token, [normalised latent (kv_lora_rank), rotated rope key (rope_head_dim)], which
+// every head reads as its key and, in its first kv_lora_rank values, as its value.
+#include <cmath>
+#include <cstring>
+
+#include "engine/backend/cpu/cpu_batch_ops.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tern::engine {
+namespace {
+
+kernels::WeightMatrix matrix_of(const WeightTensor& tensor) {
+  return kernels::WeightMatrix{tensor.type, tensor.data, tensor.rows, tensor.cols,
+                               tensor.row_bytes};
+}
+
+}  // namespace
+
+void CpuBatchOps::allocate_latent_buffers() {
+  const auto tokens = static_cast<std::size_t>(buffers_.max_tokens);
+  const auto heads = static_cast<std::size_t>(shape_.n_heads);
+  q_lora_.resize(tokens * static_cast<std::size_t>(shape_.q_lora_rank));
+  latent_.resize(tokens * static_cast<std::size_t>(shape_.latent_width()));
+  q_absorbed_.resize(tokens * heads * static_cast<std::size_t>(shape_.latent_width()));
+  attended_latent_.resize(tokens * heads * static_cast<std::size_t>(shape_.kv_lora_rank));
+  // The softmax scale is the unabsorbed one: the score is still q . k over nope + rope dims.
+  latent_softmax_scale_ =
+      tables_.softmax_scale_multiplier / std::sqrt(static_cast<float>(shape_.head_dim));
+}
+
+// k_absorb is k_b as the file has it, or the transpose of kv_b's key rows, which only a copy can
+// give: [kv_lora][nope] f32 per head, built once here.
+void CpuBatchOps::prepare_latent_matrices() {
+  const std::int64_t kv_lora = shape_.kv_lora_rank;
+  const std::int64_t nope = shape_.head_dim - shape_.rope_head_dim;
+  const std::int64_t value = shape_.value_head_dim;
+  for (const LayerWeights& source : weights_.layers()) {
+    LatentMatrices matrices;
+    if (source.latent) {
+      const LatentAttentionWeights& latent = *source.latent;
+      for (const WeightTensor& v_b : latent.v_b) matrices.v_up.push_back(matrix_of(v_b));
+      for (const WeightTensor& k_b : latent.k_b) matrices.k_absorb.push_back(matrix_of(k_b));
+      if (latent.kv_b) {
+        std::vector<float> key_rows(static_cast<std::size_t>(nope * kv_lora));
+        for (std::int64_t head = 0; head < shape_.n_heads; ++head) {
+          const std::byte* first_row =
+              latent.kv_b->data +
+              static_cast<std::size_t>(head * (nope + value)) * latent.kv_b->row_bytes;
+          for (std::int64_t r = 0; r < nope; ++r) {
+            kernels::dequantize_row(
+                latent.kv_b->type, first_row + static_cast<std::size_t>(r) * latent.kv_b->row_bytes,
+                &key_rows[static_cast<std::size_t>(r * kv_lora)], kv_lora);
+          }
+          std::vector<float>& transposed = absorb_storage_.emplace_back(key_rows.size());
+          for (std::int64_t r = 0; r < nope; ++r) {
+            for (std::int64_t c = 0; c < kv_lora; ++c) {
+              transposed[static_cast<std::size_t>(c * nope + r)] =
+                  key_rows[static_cast<std::size_t>(r * kv_lora + c)];
+            }
+          }
+          matrices.k_absorb.push_back(
+              kernels::WeightMatrix{kernels::TensorType::f32, transposed.data(), kv_lora, nope,
+                                    static_cast<std::size_t>(nope) * sizeof(float)});
+        }
+      }
+    }
+    latent_matrices_.push_back(std::move(matrices));
+  }
+}
+
+void CpuBatchOps::store_latent_kv(std::int32_t layer, Activation latent) {
+  const std::int64_t tokens = rows(latent);
+  if (tokens == 0) return;
+  const std::int64_t width = shape_.latent_width();
+  const std::int64_t kv_lora = shape_.kv_lora_rank;
+  float* rows_of = data(latent);
+  const float* norm = tables_.layers[static_cast<std::size_t>(layer)].kv_a_norm.data();
+  const float eps = shape_.rms_norm_eps;
+  pool_.parallel_for(tokens, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t t = begin; t < end; ++t) {
+      kernels::rms_norm(rows_of + t * width, norm, rows_of + t * width, 1, kv_lora, eps);
+    }
+  });
+  kernels::apply_rope(rows_of + kv_lora, tokens, width, 1, static_cast<int>(width),
+                      plan_->positions.data(), tables_.rope_inverse_frequencies,
+                      tables_.rope_layout, tables_.rope_magnitude);
+  KvPools& pools = kv_pools_[static_cast<std::size_t>(layer)];
+  for (const SequenceChunk& chunk : plan_->sequences) {
+    kernels::store_kv(rows_of + chunk.token_begin * width, width, nullptr, 0, chunk.token_count,
+                      &plan_->positions[static_cast<std::size_t>(chunk.token_begin)],
+                      &plan_->block_tables[static_cast<std::size_t>(chunk.block_table_begin)],
+                      kv_layout_, pools.k.get(), nullptr);
+  }
+}
+
+void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation out) {
+  const std::int64_t tokens = rows(q);
+  if (tokens == 0) return;
+  const LatentMatrices& matrices = latent_matrices_[static_cast<std::size_t>(layer)];
+  const std::int64_t heads = shape_.n_heads;
+  const std::int64_t query_head = shape_.head_dim;  // nope + rope
+  const std::int64_t rope = shape_.rope_head_dim;
+  const std::int64_t nope = query_head - rope;
+  const std::int64_t kv_lora = shape_.kv_lora_rank;
+  const std::int64_t width = shape_.latent_width();
+  const std::int64_t value = shape_.value_head_dim;
+  float* queries = data(q);
+  kernels::apply_rope(queries + nope, tokens, heads * query_head, static_cast<int>(heads),
+                      static_cast<int>(query_head), plan_->positions.data(),
+                      tables_.rope_inverse_frequencies, tables_.rope_layout,
+                      tables_.rope_magnitude);
+
+  // Absorbed query per head: [k_absorb * q_nope (kv_lora), q_rope (rope)].
+  for (std::int64_t head = 0; head < heads; ++head) {
+    kernels::matmul(matrices.k_absorb[static_cast<std::size_t>(head)], queries + head * query_head,
+                    tokens, heads * query_head, q_absorbed_.data() + head * width, heads * width,
+                    workspace_, pool_);
+  }
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (std::int64_t head = 0; head < heads; ++head) {
+      std::memcpy(&q_absorbed_[static_cast<std::size_t>((t * heads + head) * width + kv_lora)],
+                  queries + t * heads * query_head + head * query_head + nope,
+                  sizeof(float) * static_cast<std::size_t>(rope));
+    }
+  }
+
+  // Multi-query attention over the latent rows: the kernel's heads-per-pass groups become work
+  // items, so one long prefill still spreads over the pool.
+  const KvPools& pools = kv_pools_[static_cast<std::size_t>(layer)];
+  const float scale = latent_softmax_scale_;
+  const std::int64_t head_groups =
+      (heads + kernels::kAttentionHeadsPerPass - 1) / kernels::kAttentionHeadsPerPass;
+  const auto items = static_cast<std::int64_t>(plan_->sequences.size()) * head_groups;
+  pool_.run([&](int thread_index, int thread_count) {
+    kernels::AttentionScratch& scratch = attention_scratch_[static_cast<std::size_t>(thread_index)];
+    for (std::int64_t item = thread_index; item < items; item += thread_count) {
+      const SequenceChunk& chunk = plan_->sequences[static_cast<std::size_t>(item / head_groups)];
+      const std::int64_t first_head = (item % head_groups) * kernels::kAttentionHeadsPerPass;
+      const std::int64_t group_heads =
+          std::min<std::int64_t>(kernels::kAttentionHeadsPerPass, heads - first_head);
+      kernels::paged_attention(
+          q_absorbed_.data() + chunk.token_begin * heads * width + first_head * width,
+          heads * width, chunk.token_count, chunk.first_position, static_cast<int>(group_heads), 0,
+          &plan_->block_tables[static_cast<std::size_t>(chunk.block_table_begin)], kv_layout_,
+          pools.k.get(), pools.k.get(), static_cast<int>(kv_lora), scale,
+          attended_latent_.data() + chunk.token_begin * heads * kv_lora + first_head * kv_lora,
+          heads * kv_lora, scratch);
+    }
+  });
+
+  float* output = data(out);
+  for (std::int64_t head = 0; head < heads; ++head) {
+    kernels::matmul(matrices.v_up[static_cast<std::size_t>(head)],
+                    attended_latent_.data() + head * kv_lora, tokens, heads * kv_lora,
+                    output + head * value, heads * value, workspace_, pool_);
+  }
+}
+
+}  // namespace tern::engine
