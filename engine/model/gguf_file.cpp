@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "engine/model/byte_reader.h"
@@ -131,6 +132,21 @@ std::size_t encoded_size(GgufValueType type, const std::byte* at) {
 std::string_view load_string(const std::byte* at) {
   return {reinterpret_cast<const char*>(at + sizeof(std::uint64_t)),
           static_cast<std::size_t>(load<std::uint64_t>(at))};
+}
+
+// The keys llama.cpp's gguf-split writes into every shard of a split model.
+constexpr std::string_view kSplitNo = "split.no";
+constexpr std::string_view kSplitCount = "split.count";
+constexpr std::string_view kSplitTensorsCount = "split.tensors.count";
+constexpr std::int64_t kMaxShards = 99999;  // what the 5-digit shard names can number
+
+// How llama.cpp names shard `split_no` (0-based) of `count`: <stem>-00001-of-00003.gguf.
+std::string shard_name_suffix(std::int64_t split_no, std::int64_t count) {
+  return fmt::format("-{:05d}-of-{:05d}.gguf", split_no + 1, count);
+}
+
+std::string describe(std::optional<std::int64_t> value) {
+  return value ? std::to_string(*value) : std::string("missing");
 }
 
 }  // namespace
@@ -425,7 +441,100 @@ class GgufFile::Parser {
 Expected<GgufFile> GgufFile::open(const std::string& path) {
   Expected<MappedFile> file = MappedFile::open(path);
   if (!file) return file.error();
-  return parse(std::move(file).value());
+  Expected<GgufFile> gguf = parse(std::move(file).value());
+  if (!gguf) return gguf;
+  if (Status status = gguf->open_other_shards(); !status) return status.error();
+  return gguf;
+}
+
+Status GgufFile::open_other_shards() {
+  const std::optional<std::int64_t> count = get_int(kSplitCount);
+  if (!count || *count == 1) return {};
+  const auto fail = [&](std::string_view reason) {
+    return Error{path() + ": " + std::string(reason)};
+  };
+  if (*count < 1 || *count > kMaxShards) {
+    return fail(fmt::format("{} {} is outside 1..{}", kSplitCount, *count, kMaxShards));
+  }
+  const std::optional<std::int64_t> split_no = get_int(kSplitNo);
+  const std::optional<std::int64_t> total = get_int(kSplitTensorsCount);
+  if (!split_no || !total) {
+    return fail(fmt::format("a split model ({} {}) needs {} and {}", kSplitCount, *count, kSplitNo,
+                            kSplitTensorsCount));
+  }
+  if (*split_no < 0 || *split_no >= *count) {
+    return fail(fmt::format("{} {} is outside 0..{}", kSplitNo, *split_no, *count - 1));
+  }
+  const std::filesystem::path first(path());
+  const std::string name = first.filename().string();
+  const std::string suffix = shard_name_suffix(*split_no, *count);
+  const bool named = name.size() > suffix.size() && name.ends_with(suffix);
+  const std::string stem = named ? name.substr(0, name.size() - suffix.size()) : std::string();
+  if (*split_no != 0) {
+    const std::string first_shard =
+        named ? (first.parent_path() / (stem + shard_name_suffix(0, *count))).string()
+              : std::string("the one with split.no 0");
+    return fail(
+        fmt::format("this is shard {} of {} of a split model ({} {}); pass the first file, {}",
+                    *split_no + 1, *count, kSplitNo, *split_no, first_shard));
+  }
+  if (!named) {
+    return fail(fmt::format(
+        "the first of {} shards of a split model, but the name does not end in {}, so the other "
+        "shards cannot be found",
+        *count, suffix));
+  }
+  for (std::int64_t k = 1; k < *count; ++k) {
+    const std::filesystem::path shard_path =
+        first.parent_path() / (stem + shard_name_suffix(k, *count));
+    std::error_code error;
+    if (!std::filesystem::exists(shard_path, error)) {
+      return fail(fmt::format("shard {} of {} is missing: expected {}", k + 1, *count,
+                              shard_path.string()));
+    }
+    Expected<MappedFile> mapped = MappedFile::open(shard_path.string());
+    if (!mapped) return mapped.error();
+    Expected<GgufFile> shard = parse(std::move(mapped).value());
+    if (!shard) return shard.error();
+    if (Status status = add_shard(std::move(shard).value(), k, *count); !status) return status;
+  }
+  if (static_cast<std::uint64_t>(*total) != tensors_.size()) {
+    return fail(fmt::format("{} is {} but the {} shards hold {} tensors", kSplitTensorsCount,
+                            *total, *count, tensors_.size()));
+  }
+  return {};
+}
+
+Status GgufFile::add_shard(GgufFile shard, std::int64_t split_no, std::int64_t split_count) {
+  const auto fail = [&](std::string_view reason) {
+    return Error{shard.path() + ": " + std::string(reason)};
+  };
+  if (const std::optional<std::int64_t> count = shard.get_int(kSplitCount); count != split_count) {
+    return fail(fmt::format("{} is {} but the first shard, {}, says {}", kSplitCount,
+                            describe(count), path(), split_count));
+  }
+  if (const std::optional<std::int64_t> no = shard.get_int(kSplitNo); no != split_no) {
+    return fail(fmt::format("{} is {} but the file name says shard {} ({} {})", kSplitNo,
+                            describe(no), split_no + 1, kSplitNo, split_no));
+  }
+  const auto holder = [&](const GgufTensorInfo& info) -> const std::string& {
+    for (const MappedFile& file : other_shards_) {
+      const std::span<const std::byte> bytes = file.bytes();
+      if (info.data >= bytes.data() && info.data <= bytes.data() + bytes.size()) return file.path();
+    }
+    return path();
+  };
+  for (GgufTensorInfo& info : shard.tensors_) {
+    // The shard's index keys point into its mapping, which outlives the move below.
+    const std::string_view name = shard.tensor_index_.find(info.name)->first;
+    if (const GgufTensorInfo* other = find_tensor(name)) {
+      return fail(fmt::format("tensor '{}' is also in {}", printable(name), holder(*other)));
+    }
+    tensor_index_.emplace(name, tensors_.size());
+    tensors_.push_back(std::move(info));
+  }
+  other_shards_.push_back(std::move(shard.file_));
+  return {};
 }
 
 Expected<GgufFile> GgufFile::parse(MappedFile file) {
@@ -437,6 +546,18 @@ Expected<GgufFile> GgufFile::parse(MappedFile file) {
 
 // --- lookups
 // ---------------------------------------------------------------------------------------
+
+std::uint64_t GgufFile::file_bytes() const {
+  std::uint64_t total = file_.size();
+  for (const MappedFile& shard : other_shards_) total += shard.size();
+  return total;
+}
+
+std::vector<std::span<const std::byte>> GgufFile::mapped_regions() const {
+  std::vector<std::span<const std::byte>> regions{file_.bytes()};
+  for (const MappedFile& shard : other_shards_) regions.push_back(shard.bytes());
+  return regions;
+}
 
 const GgufFile::Entry* GgufFile::find(std::string_view key) const {
   const auto it = index_.find(key);

@@ -70,10 +70,14 @@ struct GgufTensorInfo {
 // A GGUF (v2 or v3, little-endian) file: metadata and tensor directory, parsed and validated
 // up front; tensor data stays in the mapping. Move-only; the string_views, arrays and data
 // pointers it hands out stay valid while it lives.
+//
+// A model split by llama.cpp's gguf-split (<stem>-00001-of-0000N.gguf, ...) opens from its first
+// file: open() maps the other shards too and lists their tensors with the first file's, so
+// tensors() and find_tensor() see the whole model; metadata comes from the first file only.
 class GgufFile {
  public:
   static Expected<GgufFile> open(const std::string& path);
-  // Parses bytes already mapped (tests, fuzzing); errors name file.path().
+  // Parses bytes already mapped (tests, fuzzing), one file only; errors name file.path().
   static Expected<GgufFile> parse(MappedFile file);
 
   GgufFile(GgufFile&&) noexcept = default;
@@ -84,8 +88,9 @@ class GgufFile {
   std::uint32_t version() const { return version_; }
   const std::string& path() const { return file_.path(); }
   std::uint64_t alignment() const { return alignment_; }
-  std::uint64_t file_bytes() const { return file_.size(); }
-  std::span<const std::byte> bytes() const { return file_.bytes(); }
+  std::uint64_t file_bytes() const;  // every shard of a split model
+  std::span<const std::byte> bytes() const { return file_.bytes(); }  // the first file only
+  std::vector<std::span<const std::byte>> mapped_regions() const;     // every shard's mapping
 
   bool has(std::string_view key) const { return index_.contains(key); }
   // The type of `key`'s value; check has() first (a missing key reports uint8).
@@ -110,14 +115,17 @@ class GgufFile {
 
   explicit GgufFile(MappedFile file) : file_(std::move(file)) {}
   const Entry* find(std::string_view key) const;
+  Status open_other_shards();
+  Status add_shard(GgufFile shard, std::int64_t split_no, std::int64_t split_count);
 
   MappedFile file_;
+  std::vector<MappedFile> other_shards_;  // split.no 1.., their tensors listed in tensors_
   std::uint32_t version_ = 0;
   std::uint64_t alignment_ = 32;
   std::vector<Entry> entries_;
   std::unordered_map<std::string_view, std::size_t> index_;  // keys point into the mapping
   std::vector<GgufTensorInfo> tensors_;
-  std::unordered_map<std::string_view, std::size_t> tensor_index_;  // keys point into tensors_
+  std::unordered_map<std::string_view, std::size_t> tensor_index_;  // keys point into the mappings
 };
 
 }  // namespace tern::engine

@@ -134,7 +134,10 @@ Expected<QuantizeReport> quantize_model(const std::string& input, const std::str
   GgufWriter writer;
   if (const GgufFile* source = weights.gguf()) {
     for (std::string_view key : source->keys()) {
-      if (key == "general.file_type" || key == "general.alignment") continue;
+      // The output is one file, whatever shards the input came in.
+      if (key == "general.file_type" || key == "general.alignment" || key.starts_with("split.")) {
+        continue;
+      }
       if (Status copied = writer.copy_metadata(*source, key); !copied.ok()) {
         spdlog::warn("quantize: {}", copied.message());
       }

@@ -17,7 +17,7 @@ std::uint64_t ModelWeights::file_bytes() const {
 
 std::vector<std::span<const std::byte>> ModelWeights::mapped_bytes() const {
   std::vector<std::span<const std::byte>> regions;
-  if (gguf_) regions.push_back(gguf_->bytes());
+  if (gguf_) regions = gguf_->mapped_regions();
   if (safetensors_) {
     for (const SafetensorsFile& file : safetensors_->files()) regions.push_back(file.bytes());
   }
