@@ -82,6 +82,7 @@ struct Counters {
   std::atomic<std::int64_t> prompt_tokens{0}, generated_tokens{0}, cached_tokens{0};
   std::atomic<std::int64_t> requests_finished{0};
   std::atomic<std::int64_t> schedule_ns{0}, forward_ns{0}, sample_ns{0}, detokenize_ns{0};
+  std::atomic<std::int64_t> expert_bytes_read{0};
   std::atomic<std::int64_t> candidate_rows{0}, full_rows{0}, fetched_rows{0};
   std::atomic<double> prefix_hit_rate{0};
 
@@ -295,6 +296,7 @@ bool Engine::State::step() {
   Status ran = run_forward(output);
   const Clock::time_point sample_start = Clock::now();
   Counters::add(counters.forward_ns, nanoseconds(sample_start - forward_start));
+  Counters::add(counters.expert_bytes_read, static_cast<std::int64_t>(backend.expert_bytes_read()));
   if (!ran.ok()) {
     // Finished first, so that on_step_done() publishes none of their blocks to the prefix cache.
     for (Sequence* sequence : output.scheduled) {
@@ -771,6 +773,7 @@ EngineStats Engine::stats() const {
   stats.requests_finished = c.requests_finished.load(std::memory_order_relaxed);
   stats.schedule_seconds = seconds(c.schedule_ns);
   stats.forward_seconds = seconds(c.forward_ns);
+  stats.expert_bytes_read_total = c.expert_bytes_read.load(std::memory_order_relaxed);
   stats.sample_seconds = seconds(c.sample_ns);
   stats.detokenize_seconds = seconds(c.detokenize_ns);
   stats.kv_blocks = state_->kv_cache.num_blocks();

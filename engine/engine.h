@@ -52,6 +52,7 @@ struct EngineStats {
   double forward_seconds = 0;
   double sample_seconds = 0;
   double detokenize_seconds = 0;  // includes stop checks and pushing events
+  std::int64_t expert_bytes_read_total = 0;  // routed-expert weights read, over all steps
   std::int32_t kv_blocks = 0;
   std::uint64_t kv_cache_bytes = 0;      // the blocks' bytes in every layer
   std::uint64_t kv_bytes_per_token = 0;  // one token's K and V (or latent) in every layer

@@ -86,6 +86,10 @@ class Backend {
   // fails with it and the model must be reloaded; success while it runs. Any thread may ask.
   virtual Status health() const { return Status::success(); }
 
+  // Bytes of routed-expert weights the last forward pass read (each routed expert once, for all
+  // its tokens); 0 for a dense model or a backend that does not count.
+  virtual std::uint64_t expert_bytes_read() const { return 0; }
+
   // Device-side sampling. A backend whose logits live on a device can hand back, per row, its
   // best logits and the row-wide sums (engine/logit_candidates.h) instead of the whole row, so
   // that most rows never cross to the host. 0: it cannot, and the engine asks for full rows.

@@ -57,4 +57,45 @@ Expected<ModelWeights> load_model(const std::string& path) {
   return loaded;
 }
 
+std::vector<const WeightTensor*> layer_tensors(const LayerWeights& layer, bool routed_experts) {
+  std::vector<const WeightTensor*> out;
+  const auto add = [&out](const WeightTensor& tensor) {
+    if (tensor.data != nullptr) out.push_back(&tensor);
+  };
+  const auto add_optional = [&add](const std::optional<WeightTensor>& tensor) {
+    if (tensor) add(*tensor);
+  };
+  for (const WeightTensor* tensor : {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo,
+                                     &layer.ffn_norm, &layer.w_gate, &layer.w_up, &layer.w_down}) {
+    add(*tensor);
+  }
+  for (const auto* tensor : {&layer.bq, &layer.bk, &layer.bv, &layer.q_norm, &layer.k_norm}) {
+    add_optional(*tensor);
+  }
+  if (const std::optional<LatentAttentionWeights>& latent = layer.latent) {
+    for (const auto* tensor : {&latent->q_a, &latent->q_a_norm, &latent->q_b, &latent->kv_b}) {
+      add_optional(*tensor);
+    }
+    add(latent->kv_a);
+    add(latent->kv_a_norm);
+    for (const WeightTensor& tensor : latent->k_b) add(tensor);
+    if (!latent->kv_b) {
+      for (const WeightTensor& tensor : latent->v_b) add(tensor);  // else views of kv_b
+    }
+  }
+  if (const std::optional<ExpertWeights>& experts = layer.experts) {
+    add(experts->router);
+    for (const auto* tensor : {&experts->selection_bias, &experts->shared_gate, &experts->shared_up,
+                               &experts->shared_down}) {
+      add_optional(*tensor);
+    }
+    if (routed_experts) {
+      for (const auto* list : {&experts->gate, &experts->up, &experts->down}) {
+        for (const WeightTensor& tensor : *list) add(tensor);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace tern::engine

@@ -104,6 +104,11 @@ class ModelWeights {
   std::string path_;
 };
 
+// Every tensor of a layer that the file holds (data != nullptr): norms, attention (plain or
+// latent), the dense FFN or the router and shared experts, and with `routed_experts` each
+// routed expert's matrices.
+std::vector<const WeightTensor*> layer_tensors(const LayerWeights& layer, bool routed_experts);
+
 // Loads a .gguf file or a Hugging Face directory (config.json + safetensors), pre-faults the
 // mapping with progress logging, and logs the load time and resident memory.
 Expected<ModelWeights> load_model(const std::string& path);

@@ -21,6 +21,20 @@ double engine_seconds(const engine::EngineStats& stats) {
   return stats.schedule_seconds + stats.sample_seconds + stats.detokenize_seconds;
 }
 
+// One routed expert's matrices in every mixture-of-experts layer, summed: what a token reading
+// its own experts would read per expert it uses.
+double expert_bytes_all_layers(const engine::ModelWeights& weights) {
+  double bytes = 0;
+  for (const engine::LayerWeights& layer : weights.layers()) {
+    if (!layer.experts || layer.experts->gate.empty()) continue;
+    for (const auto* list : {&layer.experts->gate, &layer.experts->up, &layer.experts->down}) {
+      bytes +=
+          static_cast<double>(list->front().rows) * static_cast<double>(list->front().row_bytes);
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
@@ -73,10 +87,16 @@ int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* to
     if (handle) run_to_end(*handle);
   }
 
+  // Mixture of experts: the expert weights a decode step read, against what each token reading
+  // its own experts would have read (B x experts per token) and the whole set of experts.
+  const bool moe = config.moe.enabled();
+  const double per_expert = expert_bytes_all_layers(weights);
   fmt::print(
       "| B | PP t/s | TG t/s | engine overhead | schedule ms | forward ms | sample ms | "
-      "detokenize ms |\n");
-  fmt::print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+      "detokenize ms |{}\n",
+      moe ? " expert MiB per decode step | per token, not shared | all experts |" : "");
+  fmt::print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |{}\n",
+             moe ? " ---: | ---: | ---: |" : "");
   for (const std::int32_t batch : batch_sizes) {
     std::vector<engine::RequestHandle> handles;
     const engine::EngineStats before = (*engine)->stats();
@@ -102,13 +122,24 @@ int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* to
         static_cast<double>(after.generated_tokens_total - after_prefill.generated_tokens_total);
     const double engine_time = engine_seconds(after) - engine_seconds(before);
     const double forward_time = after.forward_seconds - before.forward_seconds;
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}% | {:.1f} | {:.1f} | {:.1f} | {:.1f} |\n", batch,
+    std::string expert_columns;
+    const auto decode_steps = static_cast<double>(after.steps - after_prefill.steps);
+    if (moe && decode_steps > 0) {
+      const double read = static_cast<double>(after.expert_bytes_read_total -
+                                              after_prefill.expert_bytes_read_total) /
+                          decode_steps;
+      const double mib = 1 << 20;
+      expert_columns = fmt::format(" {:.1f} | {:.1f} | {:.1f} |", read / mib,
+                                   per_expert * batch * config.moe.experts_per_token / mib,
+                                   per_expert * config.moe.n_experts / mib);
+    }
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}% | {:.1f} | {:.1f} | {:.1f} | {:.1f} |{}\n", batch,
                static_cast<double>(batch) * prompt_tokens / prefill_seconds,
                decode_seconds > 0 ? decoded / decode_seconds : 0.0,
                100.0 * engine_time / (engine_time + forward_time),
                1e3 * (after.schedule_seconds - before.schedule_seconds), 1e3 * forward_time,
                1e3 * (after.sample_seconds - before.sample_seconds),
-               1e3 * (after.detokenize_seconds - before.detokenize_seconds));
+               1e3 * (after.detokenize_seconds - before.detokenize_seconds), expert_columns);
     std::fflush(stdout);
   }
   return 0;

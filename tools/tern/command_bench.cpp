@@ -72,18 +72,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// What one decode step reads: every matrix of every layer and the output projection (the
-// embedding lookup touches one row).
-std::uint64_t decode_bytes_per_token(const engine::ModelWeights& weights) {
+// What every decode step reads whatever the token: every layer's tensors but the routed experts,
+// and the output projection (the embedding lookup touches one row). The routed experts a step
+// reads are counted by the backend (Backend::expert_bytes_read).
+std::uint64_t fixed_decode_bytes_per_token(const engine::ModelWeights& weights) {
   auto bytes = [](const engine::WeightTensor& t) {
     return static_cast<std::uint64_t>(t.rows) * t.row_bytes;
   };
   std::uint64_t total = bytes(weights.output());
   for (const engine::LayerWeights& layer : weights.layers()) {
-    for (const engine::WeightTensor* t :
-         {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      total += bytes(*t);
-    }
+    for (const engine::WeightTensor* t : engine::layer_tensors(layer, false)) total += bytes(*t);
   }
   return total;
 }
@@ -95,11 +93,7 @@ std::uint64_t parameter_count(const engine::ModelWeights& weights) {
   std::uint64_t total = count(weights.token_embedding()) + count(weights.output_norm());
   if (weights.output().data != weights.token_embedding().data) total += count(weights.output());
   for (const engine::LayerWeights& layer : weights.layers()) {
-    for (const engine::WeightTensor* t :
-         {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_norm,
-          &layer.w_gate, &layer.w_up, &layer.w_down}) {
-      total += count(*t);
-    }
+    for (const engine::WeightTensor* t : engine::layer_tensors(layer, true)) total += count(*t);
   }
   return total;
 }
@@ -212,7 +206,7 @@ int command_bench(std::span<char* const> args) {
   const double params_b = static_cast<double>(parameter_count(*weights)) / 1e9;
   const std::string model_label =
       fmt::format("{} {:.2f}B {}", config.architecture, params_b,
-                  kernels::tensor_type_name(weights->layers().front().wq.type));
+                  kernels::tensor_type_name(weights->layers().front().wo.type));
   std::string backend_label((*backend)->name());  // CPU, as llama-bench writes it
   std::ranges::transform(backend_label, backend_label.begin(),
                          [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
@@ -261,47 +255,55 @@ int command_bench(std::span<char* const> args) {
       if (probe->bytes() == 0)
         return fail("cannot allocate the bandwidth probe's 1 GiB", kExitFailure);
     }
-    const double bytes_per_token = static_cast<double>(decode_bytes_per_token(*weights));
-    std::vector<double> rates, bandwidths, shares;
+    const double fixed_bytes = static_cast<double>(fixed_decode_bytes_per_token(*weights));
+    std::vector<double> rates, bandwidths, shares, bytes_per_token;
     for (long long r = 0; r < *repetitions; ++r) {
       runner->reset();
       std::int32_t token = 1;
       if (Status ran = runner->append({&token, 1}); !ran.ok())
         return fail(ran.message(), kExitFailure);
-      double decode_seconds = 0, probe_seconds = 0;
+      double decode_seconds = 0, probe_seconds = 0, expert_bytes = 0;
       for (long long i = 0; i < *n_gen; ++i) {
         token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
         const auto start = std::chrono::steady_clock::now();
         if (Status ran = runner->append({&token, 1}); !ran.ok())
           return fail(ran.message(), kExitFailure);
         decode_seconds += seconds_since(start);
+        expert_bytes += static_cast<double>((*backend)->expert_bytes_read());
         if (probe) probe_seconds += probe->read_once();
       }
       rates.push_back(static_cast<double>(*n_gen) / decode_seconds);
+      bytes_per_token.push_back(fixed_bytes + expert_bytes / static_cast<double>(*n_gen));
       bandwidths.push_back(device_bound ? device_bound->bytes_per_second
                                         : static_cast<double>(*n_gen) *
                                               static_cast<double>(probe->bytes()) / probe_seconds);
-      shares.push_back(rates.back() * bytes_per_token / bandwidths.back());
+      shares.push_back(rates.back() * bytes_per_token.back() / bandwidths.back());
     }
     row(fmt::format("tg{}", *n_gen), stats_of(rates));
 
+    const double mean_bytes = stats_of(bytes_per_token).mean;
+    const std::string experts =
+        config.moe.enabled()
+            ? fmt::format(" ({:.1f} MiB of them the {} routed experts of each token)",
+                          (mean_bytes - fixed_bytes) / (1 << 20), config.moe.experts_per_token)
+            : std::string();
     if (device_bound) {
       fmt::print(
-          "\ndecode reads {:.1f} MiB of weights per token; the bound is the memory bandwidth of "
+          "\ndecode reads {:.1f} MiB of weights per token{}; the bound is the memory bandwidth of "
           "{} measured above:\n\n",
-          bytes_per_token / (1 << 20), device_bound->device);
+          mean_bytes / (1 << 20), experts, device_bound->device);
     } else {
       fmt::print(
-          "\ndecode reads {:.1f} MiB of weights per token; each decode step was followed by a "
+          "\ndecode reads {:.1f} MiB of weights per token{}; each decode step was followed by a "
           "read of 1 GiB of host RAM with {} threads (measured bandwidth):\n\n",
-          bytes_per_token / (1 << 20), *threads);
+          mean_bytes / (1 << 20), experts, *threads);
     }
     fmt::print("| run | tokens/s | achieved GB/s | {} GB/s | share of the bound |\n",
                device_bound ? "device" : "measured");
     fmt::print("| ---: | ---: | ---: | ---: | ---: |\n");
     for (std::size_t r = 0; r < rates.size(); ++r) {
       fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.1f}% |\n", r + 1, rates[r],
-                 rates[r] * bytes_per_token / 1e9, bandwidths[r] / 1e9, 100.0 * shares[r]);
+                 rates[r] * bytes_per_token[r] / 1e9, bandwidths[r] / 1e9, 100.0 * shares[r]);
     }
     const auto [lowest, highest] = std::ranges::minmax(shares);
     fmt::print("\nshare of the bound: median {:.1f}% (runs {:.1f}-{:.1f}%)\n",

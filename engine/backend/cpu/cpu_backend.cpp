@@ -115,6 +115,10 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
   return std::unique_ptr<CpuBackend>(new CpuBackend(std::move(state)));
 }
 
+std::uint64_t CpuBackend::expert_bytes_read() const {
+  return state_->ops.expert_bytes_read();
+}
+
 std::int32_t CpuBackend::vocab_size() const {
   return state_->spec.shape.vocab;
 }

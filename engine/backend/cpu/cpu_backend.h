@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
   ~CpuBackend() override;
 
   std::string_view name() const override { return "cpu"; }
+  std::uint64_t expert_bytes_read() const override;
   std::int32_t vocab_size() const override;
   std::int32_t max_batch_tokens() const override;
   std::int32_t max_sequences() const override;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -208,6 +209,45 @@ TEST(DeepSeekGgufLayouts, SplitKvBEqualsWholeKvB) {
   for (std::size_t p = 0; p < references.size(); ++p) {
     const ModelRun a = run_greedy(*whole, references[p], pool);
     const ModelRun b = run_greedy(*split, references[p], pool);
+    EXPECT_EQ(a.last_prompt_logits, b.last_prompt_logits) << "prompt " << p;
+    EXPECT_EQ(a.greedy_ids, b.greedy_ids) << "prompt " << p;
+    const std::size_t steps = testing::steps_to_compare(references[p]);
+    ASSERT_GE(b.greedy_ids.size(), steps);
+    EXPECT_TRUE(std::equal(b.greedy_ids.begin(), b.greedy_ids.begin() + steps,
+                           references[p].greedy_ids.begin()))
+        << "prompt " << p;
+  }
+}
+
+// A qwen3moe GGUF written by ../shared/tools/gguf_io.py (llama.cpp's layout from a writer that is
+// not tern's): the same logits as the HF checkpoint it came from, bit for bit, and the reference.
+TEST(Qwen3MoeGguf, WrittenByGgufIoEqualsTheHfCheckpoint) {
+  TERN_REQUIRE_SHARED(hf_path, "models/random-qwen3-moe-tiny");
+  TERN_REQUIRE_SHARED(tools_path, "tools/gguf_io.py");
+  TERN_REQUIRE_SHARED(reference_path, "reference/random-qwen3-moe-tiny.greedy.jsonl");
+  const std::string gguf_path = (std::filesystem::temp_directory_path() /
+                                 ("tern-qwen3moe-" + std::to_string(::getpid()) + ".gguf"))
+                                    .string();
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove_gguf{gguf_path};
+  const std::string command = std::string("/usr/bin/python3 ") + TERN_SOURCE_DIR +
+                              "/tests/scripts/qwen3moe_gguf.py " + hf_path.string() + " " +
+                              gguf_path + " " + tools_path.parent_path().string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  auto hf = load_model(hf_path.string());
+  auto gguf = load_model(gguf_path);
+  ASSERT_TRUE(hf.ok()) << hf.error().message;
+  ASSERT_TRUE(gguf.ok()) << gguf.error().message;
+  EXPECT_EQ(gguf->config().architecture, "qwen3moe");
+  EXPECT_EQ(gguf->config().moe.n_experts, 8);
+  kernels::ThreadPool pool(2);
+  const auto references = testing::read_greedy_references(reference_path);
+  ASSERT_EQ(references.size(), 8u);
+  for (std::size_t p = 0; p < references.size(); ++p) {
+    const ModelRun a = run_greedy(*hf, references[p], pool);
+    const ModelRun b = run_greedy(*gguf, references[p], pool);
     EXPECT_EQ(a.last_prompt_logits, b.last_prompt_logits) << "prompt " << p;
     EXPECT_EQ(a.greedy_ids, b.greedy_ids) << "prompt " << p;
     const std::size_t steps = testing::steps_to_compare(references[p]);
