@@ -102,7 +102,12 @@ void read_experts(GgufKeys& keys, ModelConfig& config) {
   }
   moe.n_groups = keys.get_int("expert_group_count", false).value_or(1);
   moe.groups_per_token = keys.get_int("expert_group_used_count", false).value_or(1);
-  moe.shared_expert_ffn = keys.get_int("expert_shared_count", false).value_or(0) * moe.expert_ffn;
+  const std::int64_t shared_ffn =
+      std::int64_t{keys.get_int("expert_shared_count", false).value_or(0)} * moe.expert_ffn;
+  if (shared_ffn < 0 || shared_ffn > std::numeric_limits<int>::max()) {
+    keys.fail(keys.prefix() + "expert_shared_count", "times the expert FFN length is out of range");
+  }
+  moe.shared_expert_ffn = static_cast<int>(std::clamp<std::int64_t>(shared_ffn, 0, 1 << 30));
   moe.first_dense_layers = keys.get_int("leading_dense_block_count", false).value_or(0);
 }
 
@@ -117,7 +122,9 @@ void read_latent_attention(GgufKeys& keys, ModelConfig& config) {
                              .value_or(keys.get_int("attention.key_length", true).value_or(0));
   latent.value_head_dim = keys.get_int("attention.value_length_mla", false)
                               .value_or(keys.get_int("attention.value_length", true).value_or(0));
-  latent.nope_head_dim = key_length - latent.rope_head_dim;
+  latent.nope_head_dim = static_cast<int>(
+      std::clamp<std::int64_t>(std::int64_t{key_length} - latent.rope_head_dim,
+                               std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
   config.head_dim = key_length;
   config.n_kv_heads = config.n_heads;  // every head reads the one latent
 }

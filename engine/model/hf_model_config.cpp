@@ -168,7 +168,12 @@ void read_experts(JsonObjectReader& reader, ModelConfig& config) {
     moe.n_groups = to_int(reader, "n_group").value_or(1);
     moe.groups_per_token = to_int(reader, "topk_group").value_or(1);
     moe.weight_scale = to_float(reader, "routed_scaling_factor").value_or(1.0f);
-    moe.shared_expert_ffn = to_int(reader, "n_shared_experts").value_or(0) * moe.expert_ffn;
+    const std::int64_t shared_ffn =
+        std::int64_t{to_int(reader, "n_shared_experts").value_or(0)} * moe.expert_ffn;
+    if (shared_ffn < 0 || shared_ffn > std::numeric_limits<int>::max()) {
+      reader.fail("n_shared_experts", "times moe_intermediate_size is out of range");
+    }
+    moe.shared_expert_ffn = static_cast<int>(std::clamp<std::int64_t>(shared_ffn, 0, 1 << 30));
     moe.first_dense_layers = to_int(reader, "first_k_dense_replace").value_or(0);
     if (const auto scoring = reader.get_string("scoring_func"); scoring && *scoring != "sigmoid") {
       reader.fail("scoring_func", fmt::format("'{}' is not supported (DeepSeek-V3 uses sigmoid)",
@@ -194,7 +199,8 @@ void read_latent_attention(JsonObjectReader& reader, ModelConfig& config) {
   latent.nope_head_dim = required_int(reader, "qk_nope_head_dim");
   latent.rope_head_dim = required_int(reader, "qk_rope_head_dim");
   latent.value_head_dim = required_int(reader, "v_head_dim");
-  config.head_dim = latent.nope_head_dim + latent.rope_head_dim;
+  config.head_dim = static_cast<int>(std::clamp<std::int64_t>(
+      std::int64_t{latent.nope_head_dim} + latent.rope_head_dim, 0, 1 << 30));
   // HF's rope_interleave (default true) rotates adjacent pairs.
   config.rope_layout = reader.get_bool("rope_interleave").value_or(true) ? RopeLayout::interleaved
                                                                          : RopeLayout::neox;

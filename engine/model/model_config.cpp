@@ -43,6 +43,18 @@ Status validate_moe(const MoeConfig& moe, const std::string& source) {
 Status validate_latent(const ModelConfig& config, const std::string& source) {
   const LatentAttentionConfig& latent = config.latent;
   if (!latent.enabled()) return {};
+  // Real models use ranks in the hundreds or thousands; the bound keeps every sum of them in int.
+  constexpr int kLargest = 1 << 20;
+  for (const auto& [value, name] : {std::pair{latent.q_lora_rank, "q_lora_rank"},
+                                    std::pair{latent.kv_lora_rank, "kv_lora_rank"},
+                                    std::pair{latent.nope_head_dim, "qk_nope_head_dim"},
+                                    std::pair{latent.rope_head_dim, "qk_rope_head_dim"},
+                                    std::pair{latent.value_head_dim, "v_head_dim"}}) {
+    if (value > kLargest) {
+      return Error{fmt::format("{}: latent attention {} {} is larger than {}", source, name, value,
+                               kLargest)};
+    }
+  }
   if (latent.q_lora_rank < 0 || latent.nope_head_dim <= 0 || latent.rope_head_dim <= 0 ||
       latent.rope_head_dim % 2 != 0 || latent.value_head_dim <= 0) {
     return Error{

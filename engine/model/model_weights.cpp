@@ -1,5 +1,6 @@
 #include "engine/model/model_weights.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -47,11 +48,21 @@ Expected<ModelWeights> load_model(const std::string& path) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const ModelConfig& config = weights.config();
   const std::optional<std::uint64_t> resident = resident_memory_bytes();
+  const std::string attention =
+      config.latent.enabled()
+          ? fmt::format("{} heads over a latent of {} + rope {}", config.n_heads,
+                        config.latent.kv_lora_rank, config.latent.rope_head_dim)
+          : fmt::format("{} heads / {} KV heads", config.n_heads, config.n_kv_heads);
+  const std::string experts = config.moe.enabled()
+                                  ? fmt::format(", {} experts ({} per token{})",
+                                                config.moe.n_experts, config.moe.experts_per_token,
+                                                config.moe.shared_expert_ffn > 0 ? ", shared" : "")
+                                  : std::string();
   spdlog::info(
-      "loaded {} ({}, {}): {} layers, hidden {}, {} heads / {} KV heads, vocab {}, context {}; "
+      "loaded {} ({}, {}): {} layers, hidden {}, {}{}, vocab {}, context {}; "
       "{:.1f} MiB in {:.2f} s; resident memory {:.1f} MiB",
       path, weights.source_format(), config.architecture, config.n_layers, config.hidden_size,
-      config.n_heads, config.n_kv_heads, config.vocab_size, config.context_length,
+      attention, experts, config.vocab_size, config.context_length,
       static_cast<double>(weights.file_bytes()) / (1024.0 * 1024.0), seconds,
       resident ? static_cast<double>(*resident) / (1024.0 * 1024.0) : 0.0);
   return loaded;

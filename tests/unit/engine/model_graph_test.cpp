@@ -2,6 +2,7 @@
 // the order the architecture needs, with the per-rank sizes of its GraphSpec.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -90,8 +91,48 @@ TEST(ModelGraphTest, Qwen2AddsBiasAndQwen3NormsHeads) {
   EXPECT_EQ(qwen3.head_counts, (std::vector<std::int32_t>{8, 2, 8, 2, 8, 2, 8, 2, 8, 2, 8, 2}));
 }
 
+// DeepSeek-V3's shape: layer 0 dense, layers 1-2 routed with shared experts, latent attention.
+TEST(ModelGraphTest, DeepSeekRoutesExpertsAddsSharedOnesAndAttendsOverTheLatent) {
+  GraphSpec deepseek = spec(false, false);
+  deepseek.latent_attention = true;
+  deepseek.q_lora = true;
+  deepseek.shared_experts = true;
+  deepseek.moe_layers = {false, true, true};
+  RecordingOps ops;
+  llama_graph(deepseek, ops);
+  EXPECT_EQ(ops.counts["store_kv"], 0);
+  EXPECT_EQ(ops.counts["attention"], 0);
+  EXPECT_EQ(ops.counts["rope"], 0);  // inside store_latent_kv and latent_attention
+  EXPECT_EQ(ops.counts["store_latent_kv"], 3);
+  EXPECT_EQ(ops.counts["latent_attention"], 3);
+  EXPECT_EQ(ops.counts["route_experts"], 2);
+  EXPECT_EQ(ops.counts["expert_ffn"], 2);
+  // q_a with kv_a in every layer, gate/up in the dense layer and the shared experts.
+  EXPECT_EQ(ops.counts["matmul2"], 3 + 1 + 2);
+  EXPECT_EQ(ops.counts["rms_norm"], 2 + 3);  // q_a_norm in every layer
+  // Layer 1's FFN, after its norm: the router, the routed experts, then the shared experts
+  // added to them.
+  const auto first_route = std::find(ops.calls.begin(), ops.calls.end(), "route_experts");
+  ASSERT_NE(first_route, ops.calls.end());
+  const std::vector<std::string> moe(first_route - 1, first_route + 7);
+  EXPECT_EQ(moe, (std::vector<std::string>{"matmul1", "route_experts", "expert_ffn", "matmul2",
+                                           "silu_mul", "matmul1", "add", "all_reduce"}));
+}
+
+TEST(ModelGraphTest, MixtralRoutesEveryLayerWithoutSharedExperts) {
+  GraphSpec mixtral = spec(false, false);
+  mixtral.moe_layers = {true, true, true};
+  RecordingOps ops;
+  llama_graph(mixtral, ops);
+  EXPECT_EQ(ops.counts["route_experts"], 3);
+  EXPECT_EQ(ops.counts["expert_ffn"], 3);
+  EXPECT_EQ(ops.counts["matmul2"], 0);
+  EXPECT_EQ(ops.counts["silu_mul"], 0);
+  EXPECT_EQ(ops.counts["store_kv"], 3);
+}
+
 TEST(ModelGraphTest, EveryArchitectureHasAGraph) {
-  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "qwen3moe", "deepseek2"}) {
     const ArchitectureInfo* info = find_architecture(name);
     ASSERT_NE(info, nullptr) << name;
     EXPECT_NE(info->graph, nullptr) << name;

@@ -24,9 +24,7 @@ void expect_weights_in(const ModelWeights& weights, std::span<const std::byte> b
   EXPECT_TRUE(inside(weights.output()));
   EXPECT_TRUE(inside(weights.output_norm()));
   for (const LayerWeights& layer : weights.layers()) {
-    for (const WeightTensor* tensor :
-         {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_norm,
-          &layer.w_gate, &layer.w_up, &layer.w_down}) {
+    for (const WeightTensor* tensor : layer_tensors(layer, true)) {
       EXPECT_TRUE(inside(*tensor));
     }
   }
@@ -108,6 +106,29 @@ TEST(ModelFuzz, BitFlippedGgufNeverCrashes) {
   // Flips in token strings, scores and weights are harmless; flips in sizes are not.
   EXPECT_GT(loaded, 0);
   EXPECT_LT(loaded, 2500);
+}
+
+// The expert, router and latent-attention keys and tensors: corrupt counts and ranks must fail
+// with an error (or still load within the file), never size an allocation or overflow.
+TEST(ModelFuzz, BitFlippedMoeGgufsNeverCrash) {
+  for (const char* model :
+       {"models/random-mixtral-tiny-f32.gguf", "models/random-deepseek-v3-tiny-f32.gguf"}) {
+    TERN_REQUIRE_SHARED(path, model);
+    std::vector<std::byte> bytes = testing::read_bytes(path);
+    ASSERT_TRUE(try_gguf(bytes)) << model;
+    const std::size_t header = gguf_header_bytes(bytes);
+    std::mt19937_64 random(3);
+    int loaded = 0;
+    for (int i = 0; i < 1500; ++i) {
+      const std::size_t bit = random() % (header * 8);
+      SCOPED_TRACE(bit);
+      flip_bit(bytes, bit);
+      loaded += try_gguf(bytes);
+      flip_bit(bytes, bit);
+    }
+    EXPECT_GT(loaded, 0) << model;
+    EXPECT_LT(loaded, 1500) << model;
+  }
 }
 
 // Loads an HF checkpoint image with the config.json of the shared directory.
