@@ -13,6 +13,8 @@
 
 #include "engine/backend/backend_factory.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/gguf_metadata_from_hf.h"
+#include "engine/model/gguf_writer.h"
 #include "engine/model/model_quantizer.h"
 #include "engine/model/model_weights.h"
 #include "engine/sampler.h"
@@ -468,6 +470,25 @@ TEST(QuantizeMoe, DeepSeekRotateHalfIsInterleaved) {
   // float32 rounding of sums reordered; a wrong permutation moves logits by whole units.
   EXPECT_LT(worst, 1e-4);
   std::printf("rotate-half DeepSeek: worst logit difference %.3g\n", worst);
+}
+
+// Qwen3-MoE's dense layers between expert layers have no GGUF key: refused, not dropped. (The
+// shared checkpoint has no dense layers, so the configuration is edited after reading.)
+TEST(QuantizeMoe, DenseLayersBetweenExpertLayersAreRefused) {
+  TERN_REQUIRE_SHARED(model_path, "models/random-qwen3-moe-tiny");
+  auto config = config_from_hf_directory(model_path.string());
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  for (const auto& [sparse_step, dense_layers] :
+       {std::pair{2, std::vector<int>{}}, std::pair{1, std::vector<int>{1}}}) {
+    ModelConfig edited = *config;
+    edited.moe.sparse_step = sparse_step;
+    edited.moe.dense_layers = dense_layers;
+    GgufWriter writer;
+    const Status written = write_hf_metadata(edited, model_path.string(), 0, writer);
+    ASSERT_FALSE(written.ok());
+    EXPECT_NE(written.message().find("mlp_only_layers"), std::string::npos) << written.message();
+    EXPECT_NE(written.message().find("config.json"), std::string::npos) << written.message();
+  }
 }
 
 }  // namespace
