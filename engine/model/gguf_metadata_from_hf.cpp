@@ -101,11 +101,127 @@ Expected<HfVocabulary> read_vocabulary(const std::string& path) {
   return vocabulary;
 }
 
+// HF's YaRN as llama.cpp's keys. GGUF has one magnitude key, yarn_log_multiplier, which
+// config_from_gguf (like llama.cpp's deepseek2) reads as 0.1 * mscale_all_dim with mscale equal
+// to it, so other combinations, and an explicit attention_factor, cannot be represented.
+Status write_yarn_keys(const RopeScalingConfig& scaling, const std::string& prefix,
+                       const std::string& source, GgufWriter& writer) {
+  if (scaling.attention_factor) {
+    return Error{fmt::format(
+        "{}: rope_scaling: YaRN with an explicit attention_factor ({}) cannot be written to GGUF",
+        source, *scaling.attention_factor)};
+  }
+  if (scaling.mscale != scaling.mscale_all_dim) {
+    return Error{fmt::format(
+        "{}: rope_scaling: YaRN with mscale {} and mscale_all_dim {} cannot be written to GGUF "
+        "(its yarn_log_multiplier stands for both, as 0.1 * mscale_all_dim)",
+        source, scaling.mscale, scaling.mscale_all_dim)};
+  }
+  writer.add_string(prefix + "rope.scaling.type", "yarn");
+  writer.add_float32(prefix + "rope.scaling.factor", scaling.factor);
+  writer.add_uint32(prefix + "rope.scaling.original_context_length",
+                    static_cast<std::uint32_t>(scaling.original_max_position));
+  writer.add_float32(prefix + "rope.scaling.yarn_beta_fast", scaling.beta_fast);
+  writer.add_float32(prefix + "rope.scaling.yarn_beta_slow", scaling.beta_slow);
+  if (scaling.mscale_all_dim != 0) {
+    writer.add_float32(prefix + "rope.scaling.yarn_log_multiplier", 0.1f * scaling.mscale_all_dim);
+  }
+  return Status::success();
+}
+
+Status write_rope_scaling_keys(const ModelConfig& config, const std::string& source,
+                               GgufWriter& writer) {
+  const std::string prefix = config.architecture + ".";
+  switch (config.rope_scaling.type) {
+    case RopeScalingConfig::Type::none:
+      return Status::success();
+    case RopeScalingConfig::Type::linear:
+      writer.add_string(prefix + "rope.scaling.type", "linear");
+      writer.add_float32(prefix + "rope.scaling.factor", config.rope_scaling.factor);
+      return Status::success();
+    case RopeScalingConfig::Type::yarn:
+      return write_yarn_keys(config.rope_scaling, prefix, source, writer);
+    case RopeScalingConfig::Type::llama3:
+      break;
+  }
+  return Error{fmt::format("{}: Llama 3 RoPE scaling is not yet written to GGUF", source)};
+}
+
+// llama.cpp's expert keys, each written where config_from_gguf's default would differ and, for
+// deepseek2, always, as llama.cpp's converter does.
+Status write_expert_keys(const ModelConfig& config, const std::string& source, GgufWriter& writer) {
+  const MoeConfig& moe = config.moe;
+  if (!moe.enabled()) return Status::success();
+  if (moe.sparse_step != 1 || !moe.dense_layers.empty()) {
+    return Error{fmt::format(
+        "{}: dense layers between expert layers (decoder_sparse_step {}, {} mlp_only_layers) "
+        "cannot be written to GGUF, which has only leading_dense_block_count",
+        source, moe.sparse_step, moe.dense_layers.size())};
+  }
+  const std::string prefix = config.architecture + ".";
+  const bool deepseek = config.architecture == "deepseek2";
+  const auto as_u32 = [](int value) { return static_cast<std::uint32_t>(value); };
+  writer.add_uint32(prefix + "expert_count", as_u32(moe.n_experts));
+  writer.add_uint32(prefix + "expert_used_count", as_u32(moe.experts_per_token));
+  if (config.architecture != "llama" || moe.expert_ffn != config.ffn_hidden_size) {
+    writer.add_uint32(prefix + "expert_feed_forward_length", as_u32(moe.expert_ffn));
+  }
+  if (config.architecture != "llama" || !moe.normalize_weights) {
+    writer.add_bool(prefix + "expert_weights_norm", moe.normalize_weights);
+  }
+  if (deepseek || moe.weight_scale != 1.0f) {
+    writer.add_float32(prefix + "expert_weights_scale", moe.weight_scale);
+  }
+  if (deepseek || moe.scoring != MoeConfig::Scoring::softmax) {
+    writer.add_uint32(prefix + "expert_gating_func",
+                      moe.scoring == MoeConfig::Scoring::sigmoid ? 2 : 1);
+  }
+  if (deepseek || moe.n_groups != 1 || moe.groups_per_token != 1) {
+    writer.add_uint32(prefix + "expert_group_count", as_u32(moe.n_groups));
+    writer.add_uint32(prefix + "expert_group_used_count", as_u32(moe.groups_per_token));
+  }
+  if (deepseek || moe.shared_expert_ffn > 0) {
+    if (moe.shared_expert_ffn % moe.expert_ffn != 0) {
+      return Error{fmt::format(
+          "{}: the shared experts' FFN length {} is not a whole number of experts of {}, which "
+          "GGUF's expert_shared_count needs",
+          source, moe.shared_expert_ffn, moe.expert_ffn)};
+    }
+    writer.add_uint32(prefix + "expert_shared_count",
+                      as_u32(moe.shared_expert_ffn / moe.expert_ffn));
+  }
+  if (deepseek || moe.first_dense_layers > 0) {
+    writer.add_uint32(prefix + "leading_dense_block_count", as_u32(moe.first_dense_layers));
+  }
+  return Status::success();
+}
+
+// Head sizes: latent attention's key is nope + rope of which only the rope part rotates, and its
+// value has its own width; ordinary attention has head_dim for all three.
+void write_head_keys(const ModelConfig& config, GgufWriter& writer) {
+  const std::string prefix = config.architecture + ".";
+  const auto as_u32 = [](int value) { return static_cast<std::uint32_t>(value); };
+  const LatentAttentionConfig& latent = config.latent;
+  writer.add_uint32(prefix + "attention.key_length", as_u32(config.head_dim));
+  if (!latent.enabled()) {
+    writer.add_uint32(prefix + "attention.value_length", as_u32(config.head_dim));
+    writer.add_uint32(prefix + "rope.dimension_count", as_u32(config.head_dim));
+    return;
+  }
+  writer.add_uint32(prefix + "attention.value_length", as_u32(latent.value_head_dim));
+  writer.add_uint32(prefix + "rope.dimension_count", as_u32(latent.rope_head_dim));
+  if (latent.q_lora_rank > 0) {
+    writer.add_uint32(prefix + "attention.q_lora_rank", as_u32(latent.q_lora_rank));
+  }
+  writer.add_uint32(prefix + "attention.kv_lora_rank", as_u32(latent.kv_lora_rank));
+}
+
 }  // namespace
 
 Status write_hf_metadata(const ModelConfig& config, const std::string& directory,
                          std::uint32_t file_type, GgufWriter& writer) {
   const std::string& arch = config.architecture;
+  const std::string config_path = directory + "/config.json";
   writer.add_string("general.architecture", arch);
   writer.add_string("general.name", std::filesystem::path(directory).filename().string());
   writer.add_uint32("general.file_type", file_type);
@@ -118,16 +234,14 @@ Status write_hf_metadata(const ModelConfig& config, const std::string& directory
   writer.add_uint32(arch + ".attention.head_count", static_cast<std::uint32_t>(config.n_heads));
   writer.add_uint32(arch + ".attention.head_count_kv",
                     static_cast<std::uint32_t>(config.n_kv_heads));
-  writer.add_uint32(arch + ".attention.key_length", static_cast<std::uint32_t>(config.head_dim));
-  writer.add_uint32(arch + ".attention.value_length", static_cast<std::uint32_t>(config.head_dim));
-  writer.add_uint32(arch + ".rope.dimension_count", static_cast<std::uint32_t>(config.head_dim));
+  write_head_keys(config, writer);
   writer.add_float32(arch + ".rope.freq_base", config.rope_theta);
   writer.add_float32(arch + ".attention.layer_norm_rms_epsilon", config.rms_norm_eps);
-  if (config.rope_scaling.type == RopeScalingConfig::Type::linear) {
-    writer.add_string(arch + ".rope.scaling.type", "linear");
-    writer.add_float32(arch + ".rope.scaling.factor", config.rope_scaling.factor);
-  } else if (config.rope_scaling.type == RopeScalingConfig::Type::llama3) {
-    return Error{fmt::format("{}: Llama 3 RoPE scaling is not yet written to GGUF", directory)};
+  if (Status written = write_rope_scaling_keys(config, config_path, writer); !written.ok()) {
+    return written;
+  }
+  if (Status written = write_expert_keys(config, config_path, writer); !written.ok()) {
+    return written;
   }
 
   const std::string tokenizer_path = directory + "/tokenizer.json";
@@ -144,9 +258,9 @@ Status write_hf_metadata(const ModelConfig& config, const std::string& directory
   }
   if (vocabulary->byte_level) {
     writer.add_string("tokenizer.ggml.model", "gpt2");
-    writer.add_string("tokenizer.ggml.pre", arch == "llama"                      ? "llama-bpe"
-                                            : arch == "qwen2" || arch == "qwen3" ? "qwen2"
-                                                                                 : "default");
+    writer.add_string("tokenizer.ggml.pre", arch == "llama"            ? "llama-bpe"
+                                            : arch.starts_with("qwen") ? "qwen2"
+                                                                       : "default");
     writer.add_string_array("tokenizer.ggml.tokens", vocabulary->tokens);
     writer.add_int32_array("tokenizer.ggml.token_type", vocabulary->types);
     writer.add_string_array("tokenizer.ggml.merges", vocabulary->merges);

@@ -1,6 +1,10 @@
 #include "engine/model/model_quantizer.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -67,38 +71,71 @@ TensorType type_for_row(TensorType requested, std::int64_t cols) {
   return TensorType::f16;
 }
 
+// Row r of a written matrix comes from row source_row(r) of the loaded one.
+using RowMap = std::function<std::int64_t(std::int64_t)>;
+
 struct Converter {
   GgufWriter& writer;
   QuantizeReport& report;
   TensorType requested;
 
-  // Row r of the output comes from row source_row(r) of the input.
-  using RowMap = std::function<std::int64_t(std::int64_t)>;
+  // A matrix in the requested type (or the nearest that fits its rows); absent tensors of a
+  // layer that has none (an MoE layer's dense FFN, latent attention's wk/wv) are skipped.
+  Status matrix(const std::string& name, const WeightTensor& tensor, RowMap source_row = {}) {
+    if (tensor.data == nullptr) return Status::success();
+    return add(name, {&tensor, 1}, type_for_row(requested, tensor.cols), {tensor.cols, tensor.rows},
+               std::move(source_row));
+  }
+  // Kept F32 whatever the requested type: norms, biases and the expert router, whose scores
+  // decide which experts run.
+  Status f32_matrix(const std::string& name, const WeightTensor& tensor) {
+    if (tensor.data == nullptr) return Status::success();
+    return add(name, {&tensor, 1}, TensorType::f32, {tensor.cols, tensor.rows}, {});
+  }
+  Status vector(const std::string& name, const WeightTensor& tensor) {
+    if (tensor.data == nullptr) return Status::success();
+    return add(name, {&tensor, 1}, TensorType::f32, {tensor.cols * tensor.rows}, {});
+  }
+  // Equally shaped matrices (experts, or the heads of DeepSeek's split kv_b) as one 3-D tensor,
+  // outermost first, as llama.cpp stores them; each row quantized like a 2-D matrix's.
+  Status stacked(const std::string& name, std::span<const WeightTensor> matrices) {
+    if (matrices.empty()) return Status::success();
+    const WeightTensor& first = matrices.front();
+    for (const WeightTensor& m : matrices) {
+      if (m.data == nullptr || m.rows != first.rows || m.cols != first.cols) {
+        return Error{fmt::format("tensor '{}': its matrices are missing or differ in shape", name)};
+      }
+    }
+    return add(name, matrices, type_for_row(requested, first.cols),
+               {first.cols, first.rows, static_cast<std::int64_t>(matrices.size())}, {});
+  }
 
-  Status add(const std::string& name, const WeightTensor& tensor, bool is_matrix,
-             RowMap source_row = {}) {
-    const TensorType type = is_matrix ? type_for_row(requested, tensor.cols) : TensorType::f32;
+ private:
+  // Writes `parts` one after another, every row converted to `type`.
+  Status add(const std::string& name, std::span<const WeightTensor> parts, TensorType type,
+             std::vector<std::int64_t> shape, RowMap source_row) {
     ++report.tensors_by_type[std::string(kernels::tensor_type_name(type))];
-    report.input_bytes += static_cast<std::uint64_t>(tensor.rows) * tensor.row_bytes;
-    std::vector<std::int64_t> shape = is_matrix
-                                          ? std::vector<std::int64_t>{tensor.cols, tensor.rows}
-                                          : std::vector<std::int64_t>{tensor.cols * tensor.rows};
-    const auto out_row_bytes =
-        *kernels::tensor_bytes(type, static_cast<std::uint64_t>(tensor.cols));
-    report.output_bytes += out_row_bytes * static_cast<std::uint64_t>(tensor.rows);
+    const std::int64_t cols = parts.front().cols;
+    const auto out_row_bytes = *kernels::tensor_bytes(type, static_cast<std::uint64_t>(cols));
+    for (const WeightTensor& part : parts) {
+      report.input_bytes += static_cast<std::uint64_t>(part.rows) * part.row_bytes;
+      report.output_bytes += out_row_bytes * static_cast<std::uint64_t>(part.rows);
+    }
     return writer.add_tensor(
         name, type, std::move(shape),
-        [tensor, type, out_row_bytes, source_row](std::span<std::byte> out) -> Status {
-          std::vector<float> row(static_cast<std::size_t>(tensor.cols));
-          for (std::int64_t r = 0; r < tensor.rows; ++r) {
-            const std::int64_t from = source_row ? source_row(r) : r;
-            kernels::dequantize_row(tensor.type,
-                                    tensor.data + static_cast<std::size_t>(from) * tensor.row_bytes,
-                                    row.data(), tensor.cols);
-            if (!kernels::quantize_row(type, row.data(),
-                                       out.data() + static_cast<std::size_t>(r) * out_row_bytes,
-                                       tensor.cols)) {
-              return Error{fmt::format("cannot quantize to {}", kernels::tensor_type_name(type))};
+        [parts = std::vector<WeightTensor>(parts.begin(), parts.end()), cols, type, out_row_bytes,
+         source_row](std::span<std::byte> out) -> Status {
+          std::vector<float> row(static_cast<std::size_t>(cols));
+          std::byte* to = out.data();
+          for (const WeightTensor& tensor : parts) {
+            for (std::int64_t r = 0; r < tensor.rows; ++r, to += out_row_bytes) {
+              const std::int64_t from = source_row ? source_row(r) : r;
+              kernels::dequantize_row(
+                  tensor.type, tensor.data + static_cast<std::size_t>(from) * tensor.row_bytes,
+                  row.data(), cols);
+              if (!kernels::quantize_row(type, row.data(), to, cols)) {
+                return Error{fmt::format("cannot quantize to {}", kernels::tensor_type_name(type))};
+              }
             }
           }
           return Status::success();
@@ -106,13 +143,90 @@ struct Converter {
   }
 };
 
-// GGUF `llama` stores Q/K rows interleaved for RoPE: within each head, row 2i holds HF row i and
-// row 2i+1 holds HF row i + head_dim/2.
-Converter::RowMap interleave_rows(int head_dim) {
-  return [head_dim](std::int64_t row) {
-    const std::int64_t head = row / head_dim, j = row % head_dim;
-    return head * head_dim + (j % 2 == 0 ? j / 2 : j / 2 + head_dim / 2);
+// GGUF stores rotated pairs adjacent (interleaved): within each block of `block` rows, rows
+// [offset, offset + rope) are the rotated ones, and row offset + 2i holds the input's row
+// offset + i, row offset + 2i + 1 its row offset + i + rope/2 (rotate-half order).
+RowMap interleave_rows(std::int64_t block, std::int64_t offset, std::int64_t rope) {
+  return [block, offset, rope](std::int64_t row) {
+    const std::int64_t base = row / block * block, j = row % block - offset;
+    if (j < 0 || j >= rope) return row;
+    return base + offset + (j % 2 == 0 ? j / 2 : j / 2 + rope / 2);
   };
+}
+
+// The attention tensors of a layer. Ordinary attention from HF `llama` (Mixtral included) and
+// latent attention whose config says rotate-half get their rotated rows interleaved, which is
+// the only layout GGUF `llama` and `deepseek2` have.
+Status add_attention(Converter& convert, const std::string& p, const LayerWeights& layer,
+                     const ModelConfig& config, bool from_hf) {
+  const bool permute = from_hf && config.rope_layout == RopeLayout::neox &&
+                       (config.architecture == "llama" || config.architecture == "deepseek2");
+  Status status = convert.vector(p + "attn_norm.weight", layer.attn_norm);
+  if (!layer.latent) {
+    const RowMap qk = permute ? interleave_rows(config.head_dim, 0, config.head_dim) : RowMap{};
+    for (auto [name, tensor, map] :
+         {std::tuple{"attn_q.weight", &layer.wq, qk}, std::tuple{"attn_k.weight", &layer.wk, qk},
+          std::tuple{"attn_v.weight", &layer.wv, RowMap{}}}) {
+      if (status.ok()) status = convert.matrix(p + name, *tensor, map);
+    }
+  } else {
+    const LatentAttentionConfig& latent = config.latent;
+    const LatentAttentionWeights& weights = *layer.latent;
+    const RowMap q =
+        permute ? interleave_rows(config.head_dim, latent.nope_head_dim, latent.rope_head_dim)
+                : RowMap{};
+    const RowMap kv_a =
+        permute ? interleave_rows(latent.cached_width(), latent.kv_lora_rank, latent.rope_head_dim)
+                : RowMap{};
+    if (status.ok()) status = convert.matrix(p + "attn_q.weight", layer.wq, q);
+    if (weights.q_a && status.ok()) status = convert.matrix(p + "attn_q_a.weight", *weights.q_a);
+    if (weights.q_a_norm && status.ok()) {
+      status = convert.vector(p + "attn_q_a_norm.weight", *weights.q_a_norm);
+    }
+    if (weights.q_b && status.ok()) status = convert.matrix(p + "attn_q_b.weight", *weights.q_b, q);
+    if (status.ok()) status = convert.matrix(p + "attn_kv_a_mqa.weight", weights.kv_a, kv_a);
+    if (status.ok()) status = convert.vector(p + "attn_kv_a_norm.weight", weights.kv_a_norm);
+    if (weights.kv_b) {
+      if (status.ok()) status = convert.matrix(p + "attn_kv_b.weight", *weights.kv_b);
+    } else {
+      if (status.ok()) status = convert.stacked(p + "attn_k_b.weight", weights.k_b);
+      if (status.ok()) status = convert.stacked(p + "attn_v_b.weight", weights.v_b);
+    }
+  }
+  if (status.ok()) status = convert.matrix(p + "attn_output.weight", layer.wo);
+  for (auto [name, tensor] :
+       {std::pair{"attn_q.bias", &layer.bq}, std::pair{"attn_k.bias", &layer.bk},
+        std::pair{"attn_v.bias", &layer.bv}, std::pair{"attn_q_norm.weight", &layer.q_norm},
+        std::pair{"attn_k_norm.weight", &layer.k_norm}}) {
+    if (status.ok() && tensor->has_value()) status = convert.vector(p + name, **tensor);
+  }
+  return status;
+}
+
+Status add_ffn(Converter& convert, const std::string& p, const LayerWeights& layer) {
+  Status status = convert.vector(p + "ffn_norm.weight", layer.ffn_norm);
+  for (auto [name, tensor] :
+       {std::pair{"ffn_gate.weight", &layer.w_gate}, std::pair{"ffn_up.weight", &layer.w_up},
+        std::pair{"ffn_down.weight", &layer.w_down}}) {
+    if (status.ok()) status = convert.matrix(p + name, *tensor);
+  }
+  if (!layer.experts || !status.ok()) return status;
+  const ExpertWeights& experts = *layer.experts;
+  status = convert.f32_matrix(p + "ffn_gate_inp.weight", experts.router);
+  if (experts.selection_bias && status.ok()) {
+    status = convert.vector(p + "exp_probs_b.bias", *experts.selection_bias);
+  }
+  for (auto [name, matrices] : {std::pair{"ffn_gate_exps.weight", &experts.gate},
+                                std::pair{"ffn_up_exps.weight", &experts.up},
+                                std::pair{"ffn_down_exps.weight", &experts.down}}) {
+    if (status.ok()) status = convert.stacked(p + name, *matrices);
+  }
+  for (auto [name, tensor] : {std::pair{"ffn_gate_shexp.weight", &experts.shared_gate},
+                              std::pair{"ffn_up_shexp.weight", &experts.shared_up},
+                              std::pair{"ffn_down_shexp.weight", &experts.shared_down}}) {
+    if (status.ok() && tensor->has_value()) status = convert.matrix(p + name, **tensor);
+  }
+  return status;
 }
 
 }  // namespace
@@ -150,34 +264,17 @@ Expected<QuantizeReport> quantize_model(const std::string& input, const std::str
 
   QuantizeReport report;
   Converter convert{writer, report, type};
-  const bool permute_qk = !weights.gguf() && config.architecture == "llama";
-  Status status = convert.add("token_embd.weight", weights.token_embedding(), true);
+  const bool from_hf = weights.gguf() == nullptr;
+  Status status = convert.matrix("token_embd.weight", weights.token_embedding());
   for (std::size_t l = 0; status.ok() && l < weights.layers().size(); ++l) {
     const LayerWeights& layer = weights.layers()[l];
     const std::string p = fmt::format("blk.{}.", l);
-    const auto qk_map = permute_qk ? interleave_rows(config.head_dim) : Converter::RowMap{};
-    for (auto [name, tensor, matrix, map] :
-         {std::tuple{"attn_norm.weight", &layer.attn_norm, false, Converter::RowMap{}},
-          std::tuple{"attn_q.weight", &layer.wq, true, qk_map},
-          std::tuple{"attn_k.weight", &layer.wk, true, qk_map},
-          std::tuple{"attn_v.weight", &layer.wv, true, Converter::RowMap{}},
-          std::tuple{"attn_output.weight", &layer.wo, true, Converter::RowMap{}},
-          std::tuple{"ffn_norm.weight", &layer.ffn_norm, false, Converter::RowMap{}},
-          std::tuple{"ffn_gate.weight", &layer.w_gate, true, Converter::RowMap{}},
-          std::tuple{"ffn_up.weight", &layer.w_up, true, Converter::RowMap{}},
-          std::tuple{"ffn_down.weight", &layer.w_down, true, Converter::RowMap{}}}) {
-      if (status.ok()) status = convert.add(p + name, *tensor, matrix, map);
-    }
-    for (auto [name, tensor] :
-         {std::pair{"attn_q.bias", &layer.bq}, std::pair{"attn_k.bias", &layer.bk},
-          std::pair{"attn_v.bias", &layer.bv}, std::pair{"attn_q_norm.weight", &layer.q_norm},
-          std::pair{"attn_k_norm.weight", &layer.k_norm}}) {
-      if (status.ok() && tensor->has_value()) status = convert.add(p + name, **tensor, false);
-    }
+    status = add_attention(convert, p, layer, config, from_hf);
+    if (status.ok()) status = add_ffn(convert, p, layer);
   }
-  if (status.ok()) status = convert.add("output_norm.weight", weights.output_norm(), false);
+  if (status.ok()) status = convert.vector("output_norm.weight", weights.output_norm());
   if (status.ok() && !config.tied_embeddings) {
-    status = convert.add("output.weight", weights.output(), true);
+    status = convert.matrix("output.weight", weights.output());
   }
   if (!status.ok()) return Error{fmt::format("{}: {}", input, status.message())};
   if (Status written = writer.write(output); !written.ok()) return Error{written.message()};

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 
 #include "engine/backend/backend_factory.h"
@@ -15,6 +14,7 @@
 #include "engine/sampler.h"
 #include "engine/sequence_runner.h"
 #include "kernels/cpu/thread_pool.h"
+#include "tests/integration/model/deepseek_split_kv_b.h"
 #include "tests/integration/model/reference_data.h"
 #include "tests/support/shared_data.h"
 
@@ -113,76 +113,6 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// llama.cpp has written DeepSeek's kv_b_proj split since 2025: attn_k_b per head [kv_lora][nope]
-// (transposed) and attn_v_b per head [v][kv_lora], with the absorbed sizes in key_length /
-// value_length and the model's own in *_mla. Rewrites the shared whole-kv_b file that way.
-Status write_split_kv_b(const GgufFile& source, const std::string& path) {
-  const ModelConfig whole = *config_from_gguf(source);
-  const LatentAttentionConfig& latent = whole.latent;
-  const std::int64_t heads = whole.n_heads;
-  const std::int64_t nope = latent.nope_head_dim;
-  const std::int64_t value = latent.value_head_dim;
-  const std::int64_t rank = latent.kv_lora_rank;
-  GgufWriter writer;
-  for (std::string_view key : source.keys()) {
-    if (key == "deepseek2.attention.key_length") {
-      writer.add_uint32(key, static_cast<std::uint32_t>(latent.cached_width()));
-      writer.add_uint32("deepseek2.attention.key_length_mla",
-                        static_cast<std::uint32_t>(whole.head_dim));
-    } else if (key == "deepseek2.attention.value_length") {
-      writer.add_uint32(key, static_cast<std::uint32_t>(rank));
-      writer.add_uint32("deepseek2.attention.value_length_mla", static_cast<std::uint32_t>(value));
-    } else if (key == "deepseek2.attention.head_count_kv") {
-      writer.add_uint32(key, 1);
-    } else if (Status copied = writer.copy_metadata(source, key); !copied.ok()) {
-      return copied;
-    }
-  }
-  for (const GgufTensorInfo& tensor : source.tensors()) {
-    const std::string& name = tensor.name;
-    const std::size_t at = name.find("attn_kv_b");
-    if (at == std::string::npos) {
-      Status added =
-          writer.add_tensor(name, tensor.type, tensor.shape, [&tensor](std::span<std::byte> out) {
-            std::memcpy(out.data(), tensor.data, out.size());
-            return Status::success();
-          });
-      if (!added.ok()) return added;
-      continue;
-    }
-    const auto* kv_b = reinterpret_cast<const float*>(tensor.data);  // [heads * (nope + v)][rank]
-    const auto element = [=](std::int64_t row, std::int64_t col) {
-      float out = 0;
-      std::memcpy(&out, kv_b + row * rank + col, sizeof(float));
-      return out;
-    };
-    const std::string prefix = name.substr(0, at);
-    Status k_b = writer.add_tensor(prefix + "attn_k_b.weight", kernels::TensorType::f32,
-                                   {nope, rank, heads}, [=](std::span<std::byte> out) {
-                                     auto* k = reinterpret_cast<float*>(out.data());
-                                     for (std::int64_t h = 0; h < heads; ++h)
-                                       for (std::int64_t r = 0; r < rank; ++r)
-                                         for (std::int64_t c = 0; c < nope; ++c)
-                                           k[(h * rank + r) * nope + c] =
-                                               element(h * (nope + value) + c, r);
-                                     return Status::success();
-                                   });
-    if (!k_b.ok()) return k_b;
-    Status v_b = writer.add_tensor(prefix + "attn_v_b.weight", kernels::TensorType::f32,
-                                   {rank, value, heads}, [=](std::span<std::byte> out) {
-                                     auto* v = reinterpret_cast<float*>(out.data());
-                                     for (std::int64_t h = 0; h < heads; ++h)
-                                       for (std::int64_t i = 0; i < value; ++i)
-                                         for (std::int64_t r = 0; r < rank; ++r)
-                                           v[(h * value + i) * rank + r] =
-                                               element(h * (nope + value) + nope + i, r);
-                                     return Status::success();
-                                   });
-    if (!v_b.ok()) return v_b;
-  }
-  return writer.write(path);
-}
-
 // Both DeepSeek GGUF layouts give the same logits, bit for bit, and the reference's greedy ids.
 TEST(DeepSeekGgufLayouts, SplitKvBEqualsWholeKvB) {
   TERN_REQUIRE_SHARED(model_path, "models/random-deepseek-v3-tiny-f32.gguf");
@@ -192,7 +122,7 @@ TEST(DeepSeekGgufLayouts, SplitKvBEqualsWholeKvB) {
   const std::string split_path = (std::filesystem::temp_directory_path() /
                                   ("tern-deepseek-split-" + std::to_string(::getpid()) + ".gguf"))
                                      .string();
-  ASSERT_TRUE(write_split_kv_b(*source, split_path).ok());
+  ASSERT_TRUE(testing::write_split_kv_b(*source, split_path).ok());
   struct Remove {
     std::string path;
     ~Remove() { std::filesystem::remove(path); }
