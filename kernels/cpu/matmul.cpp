@@ -20,6 +20,21 @@ using detail::KernelTable;
 // up with a ragged tile in the middle of the matrix.
 constexpr std::int64_t kRowGranule = 32;
 constexpr std::size_t kMaxGroupTargets = 4;
+constexpr std::size_t kMaxGroupProblems = 64;
+// Below this many multiply-adds a job runs on the calling thread: waking the pool costs more
+// than the work (a router's 32 x 1024 at one token). Which thread computes a row does not change
+// its arithmetic.
+constexpr std::int64_t kInlineMultiplyAdds = 64 * 1024;
+
+// Runs `per_thread` over the pool, or inline as thread 0 of 1 when the work is small.
+template <class PerThread>
+void run_on_pool(ThreadPool& pool, bool inline_on_caller, PerThread&& per_thread) {
+  if (inline_on_caller) {
+    per_thread(0);
+  } else {
+    pool.run([&](int thread_index, int) { per_thread(thread_index); });
+  }
+}
 constexpr int kMaxThreads = 64;             // threads one matmul spreads over (more stay idle)
 constexpr std::int64_t kOwnerGranules = 2;  // granules a thread takes at once from its own share
 
@@ -229,7 +244,11 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
     // Each thread starts on its own contiguous share and, once done, takes single granules from
     // the back of the others' shares: on a shared host one core often runs slower for a while,
     // and a static split made the other wait for it at every matmul.
-    const int thread_count = std::min({pool.size(), workspace.max_threads(), kMaxThreads});
+    std::int64_t multiply_adds = 0;
+    for (const MatmulTarget& target : targets) multiply_adds += target.w->rows * first.cols * count;
+    const bool small = multiply_adds <= kInlineMultiplyAdds;
+    const int thread_count =
+        small ? 1 : std::min({pool.size(), workspace.max_threads(), kMaxThreads});
     std::array<GranuleRange, kMaxThreads> shares;
     for (int t = 0; t < thread_count; ++t) {
       shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
@@ -250,7 +269,7 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
         kernel(thread_args, row_begin, row_end);
       }
     };
-    pool.run([&](int thread_index, int) {
+    run_on_pool(pool, small, [&](int thread_index) {
       // A pool larger than the workspace leaves its extra threads idle rather than failing.
       if (thread_index >= thread_count) return;
       KernelArgs thread_args = args;
@@ -269,6 +288,114 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
       }
     });
   }
+}
+
+void matmul_grouped(std::span<const MatmulProblem> problems, MatmulWorkspace& workspace,
+                    ThreadPool& pool) {
+  if (problems.empty()) return;
+  const WeightMatrix& first = *problems.front().w;
+  // Problem i reads activation rows from act_row[i]; a problem reading its predecessor's rows
+  // shares them.
+  std::array<std::int64_t, kMaxGroupProblems + 1> act_row{};
+  std::int64_t rows = 0;
+  bool compatible = problems.size() <= kMaxGroupProblems;
+  for (std::size_t i = 0; compatible && i < problems.size(); ++i) {
+    const MatmulProblem& p = problems[i];
+    compatible = p.w->type == first.type && p.w->cols == first.cols && p.tokens > 0;
+    const bool same_rows = i > 0 && p.x == problems[i - 1].x &&
+                           p.tokens == problems[i - 1].tokens &&
+                           p.x_stride == problems[i - 1].x_stride;
+    act_row[i] = same_rows ? act_row[i - 1] : rows;
+    if (!same_rows) rows += p.tokens;
+  }
+  if (!compatible || rows > workspace.max_tokens()) {
+    for (const MatmulProblem& p : problems) {
+      if (p.tokens > 0) matmul(*p.w, p.x, p.tokens, p.x_stride, p.y, p.y_stride, workspace, pool);
+    }
+    return;
+  }
+  const Isa isa = active_isa();
+  assert(is_matmul_supported(first.type) && first.cols <= workspace.max_cols());
+  const KernelTable& table = kernel_table(isa);
+  const detail::RowsKernel kernel = rows_kernel(table, first.type);
+  const ActivationKind kind = detail::activation_kind(first.type);
+  const std::int64_t act_stride = quantized_row_bytes(kind, first.cols);
+  std::byte* act = workspace.activations();
+  if (kind != ActivationKind::f32) {
+    const auto quantize = [&](std::int64_t begin, std::int64_t end) {
+      for (std::size_t i = 0; i < problems.size(); ++i) {
+        if (i > 0 && act_row[i] == act_row[i - 1]) continue;
+        const MatmulProblem& p = problems[i];
+        const std::int64_t from = std::max(begin, act_row[i]);
+        const std::int64_t to = std::min(end, act_row[i] + p.tokens);
+        if (from >= to) continue;
+        // Row t of the problem goes to activation row act_row[i] + t.
+        quantize_activations(table, first.type, p.x, p.x_stride, first.cols,
+                             act + act_row[i] * act_stride, act_stride, from - act_row[i],
+                             to - act_row[i]);
+      }
+    };
+    if (rows <= 8) {
+      quantize(0, rows);
+    } else {
+      pool.parallel_for(rows, quantize);
+    }
+  }
+  std::array<std::int64_t, kMaxGroupProblems + 1> granule_begin{};
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    granule_begin[i + 1] = granule_begin[i] + (problems[i].w->rows + kRowGranule - 1) / kRowGranule;
+  }
+  const std::int64_t granules = granule_begin[problems.size()];
+  std::int64_t multiply_adds = 0;
+  for (const MatmulProblem& p : problems) multiply_adds += p.w->rows * first.cols * p.tokens;
+  const bool small = multiply_adds <= kInlineMultiplyAdds;
+  const int thread_count =
+      small ? 1 : std::min({pool.size(), workspace.max_threads(), kMaxThreads});
+  std::array<GranuleRange, kMaxThreads> shares;
+  for (int t = 0; t < thread_count; ++t) {
+    shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
+                                              granules * (t + 1) / thread_count);
+  }
+  const auto compute_granules = [&](KernelArgs& thread_args, std::int64_t begin, std::int64_t end) {
+    for (std::size_t i = 0; i < problems.size(); ++i) {
+      const MatmulProblem& p = problems[i];
+      const WeightMatrix& w = *p.w;
+      const std::int64_t row_begin =
+          std::min(w.rows, (std::max(begin, granule_begin[i]) - granule_begin[i]) * kRowGranule);
+      const std::int64_t row_end =
+          std::min(w.rows, (std::min(end, granule_begin[i + 1]) - granule_begin[i]) * kRowGranule);
+      if (row_begin >= row_end) continue;
+      thread_args.w = &w;
+      thread_args.tokens = p.tokens;
+      if (kind == ActivationKind::f32) {
+        thread_args.act = reinterpret_cast<const std::byte*>(p.x);
+        thread_args.act_stride = p.x_stride * static_cast<std::int64_t>(sizeof(float));
+      } else {
+        thread_args.act = act + act_row[i] * act_stride;
+        thread_args.act_stride = act_stride;
+      }
+      thread_args.y = p.y;
+      thread_args.y_stride = p.y_stride;
+      kernel(thread_args, row_begin, row_end);
+    }
+  };
+  run_on_pool(pool, small, [&](int thread_index) {
+    if (thread_index >= thread_count) return;
+    KernelArgs thread_args{&first, nullptr, 0, 0, nullptr, 0, nullptr, 0};
+    thread_args.scratch = workspace.thread_scratch(thread_index);
+    thread_args.scratch_bytes = workspace.thread_scratch_bytes();
+    GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
+    for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
+      compute_granules(thread_args, g, own.claimed_end());
+    }
+    for (int other = 1; other < thread_count; ++other) {
+      GranuleRange& victim =
+          shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
+      for (std::int64_t g; (g = victim.take_back()) >= 0;) {
+        compute_granules(thread_args, g, g + 1);
+      }
+    }
+  });
 }
 
 }  // namespace tern::kernels

@@ -90,4 +90,24 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
                        std::int64_t tokens, std::int64_t x_stride, MatmulWorkspace& workspace,
                        ThreadPool& pool);
 
+// One product of a matmul_grouped() call, with its own input rows: y[t * y_stride + r] =
+// dot(row r of *w, x[t * x_stride ...]) for t < tokens.
+struct MatmulProblem {
+  const WeightMatrix* w;
+  const float* x;
+  std::int64_t tokens;
+  std::int64_t x_stride;
+  float* y;
+  std::int64_t y_stride;
+};
+
+// Several matrices, each applied to its own rows (the experts of a mixture of experts, each with
+// the tokens routed to it), in one parallel job: their rows are split between the threads as one
+// range and the pool is woken once. Problems that read the same rows (same x, tokens and stride,
+// next to each other) quantize them once. Each y element is computed exactly as matmul() computes
+// it. Problems that differ in type or column count, more than 64 of them, or more rows together
+// than the workspace holds run as one matmul() per problem.
+void matmul_grouped(std::span<const MatmulProblem> problems, MatmulWorkspace& workspace,
+                    ThreadPool& pool);
+
 }  // namespace tern::kernels

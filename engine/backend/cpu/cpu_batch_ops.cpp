@@ -317,7 +317,7 @@ void CpuBatchOps::paged_attention(std::int32_t layer, Activation q, Activation o
   const auto items = static_cast<std::int64_t>(plan_->sequences.size()) * kv_heads;
   const float scale =
       tables_.softmax_scale_multiplier / std::sqrt(static_cast<float>(shape_.head_dim));
-  pool_.run([&](int thread_index, int thread_count) {
+  run_attention_items(shape_.n_heads, shape_.head_dim, [&](int thread_index, int thread_count) {
     kernels::AttentionScratch& scratch = attention_scratch_[static_cast<std::size_t>(thread_index)];
     for (std::int64_t item = thread_index; item < items; item += thread_count) {
       const SequenceChunk& chunk = plan_->sequences[static_cast<std::size_t>(item / kv_heads)];
@@ -330,6 +330,23 @@ void CpuBatchOps::paged_attention(std::int32_t layer, Activation q, Activation o
           output + chunk.token_begin * out_stride, out_stride, scratch);
     }
   });
+}
+
+void CpuBatchOps::run_attention_items(std::int64_t heads, std::int64_t head_dim,
+                                      kernels::FunctionRef<void(int, int)> items) {
+  // Query-key products of the step: at short contexts a decode step's attention is less work
+  // than waking the pool. Which thread runs an item does not change its arithmetic.
+  constexpr std::int64_t kInlineMultiplyAdds = 64 * 1024;
+  std::int64_t multiply_adds = 0;
+  for (const SequenceChunk& chunk : plan_->sequences) {
+    multiply_adds += std::int64_t{chunk.token_count} * (chunk.first_position + chunk.token_count);
+  }
+  multiply_adds *= heads * head_dim;
+  if (multiply_adds <= kInlineMultiplyAdds) {
+    items(0, 1);
+  } else {
+    pool_.run(items);
+  }
 }
 
 void CpuBatchOps::add(Activation into, Activation from) {

@@ -13,6 +13,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/model/rank_shape.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/function_ref.h"
 #include "kernels/cpu/kv_store.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/moe_router.h"
@@ -127,6 +128,10 @@ class CpuBatchOps final : public BatchOps {
   std::int64_t rows(Activation activation) const;
   const std::vector<float>& vector(VectorRef ref) const;
   const kernels::WeightMatrix& matrix(std::int32_t layer, Matrix name) const;
+  // Runs attention work items (thread index, thread count) over the pool, or on the calling
+  // thread alone when the step's query-key products are few.
+  void run_attention_items(std::int64_t heads, std::int64_t head_dim,
+                           kernels::FunctionRef<void(int, int)> items);
   void allocate_expert_buffers();
   void allocate_latent_buffers();
   void prepare_latent_matrices();
@@ -160,7 +165,7 @@ class CpuBatchOps final : public BatchOps {
   std::vector<std::int32_t> expert_offsets_;  // [n_experts + 1]: each expert's first slot
   std::vector<std::int32_t> expert_cursor_;   // [n_experts]: the next free slot while grouping
   std::vector<std::int32_t> slot_tokens_;     // [slots]: the token of each slot
-  std::vector<float> expert_in_, expert_gate_, expert_up_;  // one expert's rows, [tokens][...]
+  std::vector<float> expert_in_, expert_gate_, expert_up_;  // a group of experts: [tokens][...]
   std::vector<float> expert_out_;                           // [slots][hidden]
   std::uint64_t expert_bytes_read_ = 0;
 

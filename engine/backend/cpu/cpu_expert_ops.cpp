@@ -1,5 +1,6 @@
 // The mixture-of-experts ops of CpuBatchOps: the router and the grouped expert FFN.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "engine/backend/cpu/cpu_batch_ops.h"
@@ -78,32 +79,66 @@ void CpuBatchOps::expert_ffn(std::int32_t layer, Activation in, Activation out) 
   const std::int64_t ffn = shape_.expert_ffn;
   const std::int64_t k = shape_.experts_per_token;
   const float* input = data(in);
-  for (std::size_t e = 0; e + 1 < expert_offsets_.size(); ++e) {
-    const std::int32_t first = expert_offsets_[e];
-    const std::int64_t count = expert_offsets_[e + 1] - first;
-    if (count == 0) continue;
-    for (std::int64_t i = 0; i < count; ++i) {
-      const std::int64_t token = slot_tokens_[static_cast<std::size_t>(first + i)];
-      std::memcpy(&expert_in_[static_cast<std::size_t>(i * hidden)], input + token * hidden,
-                  sizeof(float) * static_cast<std::size_t>(hidden));
+  const std::size_t n_experts = expert_cursor_.size();
+  // Experts run in groups, each group's gate/up and down products as one pool job apiece: at
+  // B = 1 a layer's experts cost two jobs, not three per expert. A group holds at most a batch's
+  // worth of rows (the size of the expert buffers) and 32 experts.
+  constexpr std::size_t kGroupExperts = 32;
+  std::array<kernels::MatmulProblem, 2 * kGroupExperts> gate_up{};
+  std::array<kernels::MatmulProblem, kGroupExperts> down{};
+  for (std::size_t e = 0; e < n_experts;) {
+    std::size_t group = 0;
+    std::int64_t group_rows = 0;
+    for (; e < n_experts; ++e) {
+      const std::int32_t first = expert_offsets_[e];
+      const std::int64_t count = expert_offsets_[e + 1] - first;
+      if (count == 0) continue;
+      if (group == kGroupExperts || group_rows + count > buffers_.max_tokens) break;
+      // An expert every token chose reads the batch's rows in place (at B = 1, every expert):
+      // the group then quantizes them once. Others gather their tokens' rows.
+      const float* x = input;
+      if (count != tokens) {
+        float* gathered = &expert_in_[static_cast<std::size_t>(group_rows * hidden)];
+        for (std::int64_t i = 0; i < count; ++i) {
+          const std::int64_t token = slot_tokens_[static_cast<std::size_t>(first + i)];
+          std::memcpy(gathered + i * hidden, input + token * hidden,
+                      sizeof(float) * static_cast<std::size_t>(hidden));
+        }
+        x = gathered;
+      }
+      float* gate = &expert_gate_[static_cast<std::size_t>(group_rows * ffn)];
+      float* up = &expert_up_[static_cast<std::size_t>(group_rows * ffn)];
+      gate_up[2 * group] = {&experts.gate[e], x, count, hidden, gate, ffn};
+      gate_up[2 * group + 1] = {&experts.up[e], x, count, hidden, up, ffn};
+      down[group] = {&experts.down[e],
+                     gate,
+                     count,
+                     ffn,
+                     &expert_out_[static_cast<std::size_t>(first * hidden)],
+                     hidden};
+      for (const kernels::WeightMatrix* matrix :
+           {&experts.gate[e], &experts.up[e], &experts.down[e]}) {
+        expert_bytes_read_ += static_cast<std::uint64_t>(matrix->rows) * matrix->row_bytes;
+      }
+      group_rows += count;
+      ++group;
     }
-    // Each expert's rows go through the dense kernels, whose per-row arithmetic does not depend
-    // on how many rows share the call: a token's result is the same alone or in a crowd.
-    const kernels::MatmulTarget gate_up[] = {{&experts.gate[e], expert_gate_.data(), ffn},
-                                             {&experts.up[e], expert_up_.data(), ffn}};
-    kernels::matmul_same_input(gate_up, expert_in_.data(), count, hidden, workspace_, pool_);
-    pool_.parallel_for(count, [&](std::int64_t begin, std::int64_t end) {
-      kernels::silu_mul(&expert_gate_[static_cast<std::size_t>(begin * ffn)],
-                        &expert_up_[static_cast<std::size_t>(begin * ffn)],
-                        &expert_gate_[static_cast<std::size_t>(begin * ffn)], (end - begin) * ffn);
-    });
-    kernels::matmul(experts.down[e], expert_gate_.data(), count, ffn,
-                    &expert_out_[static_cast<std::size_t>(first * hidden)], hidden, workspace_,
-                    pool_);
-    for (const kernels::WeightMatrix* matrix :
-         {&experts.gate[e], &experts.up[e], &experts.down[e]}) {
-      expert_bytes_read_ += static_cast<std::uint64_t>(matrix->rows) * matrix->row_bytes;
+    if (group == 0) break;
+    // The expert matmuls are the dense kernels, whose per-row arithmetic does not depend on how
+    // many rows share the call: a token's result is the same alone or in a crowd.
+    kernels::matmul_grouped(std::span(gate_up.data(), 2 * group), workspace_, pool_);
+    const std::int64_t values = group_rows * ffn;
+    if (values <= 16 * 1024) {
+      kernels::silu_mul(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), values);
+    } else {
+      pool_.parallel_for(group_rows, [&](std::int64_t begin, std::int64_t end) {
+        kernels::silu_mul(&expert_gate_[static_cast<std::size_t>(begin * ffn)],
+                          &expert_up_[static_cast<std::size_t>(begin * ffn)],
+                          &expert_gate_[static_cast<std::size_t>(begin * ffn)],
+                          (end - begin) * ffn);
+      });
     }
+    kernels::matmul_grouped(std::span(down.data(), group), workspace_, pool_);
   }
   // Each token's experts summed in the router's order, the same whatever else is in the batch.
   float* output = data(out);

@@ -135,7 +135,7 @@ void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation 
   const std::int64_t head_groups =
       (heads + kernels::kAttentionHeadsPerPass - 1) / kernels::kAttentionHeadsPerPass;
   const auto items = static_cast<std::int64_t>(plan_->sequences.size()) * head_groups;
-  pool_.run([&](int thread_index, int thread_count) {
+  run_attention_items(heads, width, [&](int thread_index, int thread_count) {
     kernels::AttentionScratch& scratch = attention_scratch_[static_cast<std::size_t>(thread_index)];
     for (std::int64_t item = thread_index; item < items; item += thread_count) {
       const SequenceChunk& chunk = plan_->sequences[static_cast<std::size_t>(item / head_groups)];

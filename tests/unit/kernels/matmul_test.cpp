@@ -292,6 +292,59 @@ TEST(Matmul, SameInputGroupsMatchSeparateCalls) {
   }
 }
 
+// The experts of a mixture-of-experts layer: each matrix with its own rows, in one job, with the
+// bits of separate calls; neighbours reading the same rows share their quantization; groups the
+// workspace cannot hold, or of mixed types, fall back to separate calls.
+TEST(Matmul, GroupedProblemsMatchSeparateCalls) {
+  constexpr std::int64_t kCols = 512;
+  ThreadPool two(2);
+  const std::vector<float> x = make_activations(24, kCols, 41);
+  for (TensorType type : kTypes) {
+    const TestMatrix a = make_matrix(type, 77, kCols, 42);
+    const TestMatrix b = make_matrix(type, 16, kCols, 43);
+    const TestMatrix c = make_matrix(type, 45, kCols, 44);
+    const TestMatrix other =
+        make_matrix(type == TensorType::q8_0 ? TensorType::q4_0 : TensorType::q8_0, 20, kCols, 45);
+    for (Isa isa : supported_isas()) {
+      ASSERT_TRUE(set_isa_override(isa));
+      for (std::int64_t max_tokens : {24, 8}) {  // 8: the rows together do not fit
+        MatmulWorkspace workspace(max_tokens, kCols, 2);
+        for (bool mixed : {false, true}) {
+          SCOPED_TRACE(label(type, isa) + " workspace " + std::to_string(max_tokens) +
+                       (mixed ? " mixed" : ""));
+          // (matrix, first row of x, tokens): a and b share rows 0..2, c reads 3 others.
+          struct Spec {
+            const TestMatrix* w;
+            std::int64_t first;
+            std::int64_t tokens;
+          };
+          const Spec specs[] = {
+              {&a, 0, 3}, {&b, 0, 3}, {&c, 5, 1}, {&c, 9, 7}, {mixed ? &other : &a, 2, 2}};
+          std::vector<std::vector<float>> grouped(5), separate(5);
+          std::vector<MatmulProblem> problems;
+          for (std::size_t i = 0; i < 5; ++i) {
+            const WeightMatrix& w = specs[i].w->w;
+            const float* rows = x.data() + specs[i].first * kCols;
+            grouped[i].assign(static_cast<std::size_t>(specs[i].tokens * (w.rows + 2)), -1.0f);
+            separate[i].assign(grouped[i].size(), -1.0f);
+            problems.push_back({&w, rows, specs[i].tokens, kCols, grouped[i].data(), w.rows + 2});
+            matmul(isa, w, rows, specs[i].tokens, kCols, separate[i].data(), w.rows + 2, workspace,
+                   two);
+          }
+          matmul_grouped(problems, workspace, two);
+          for (std::size_t i = 0; i < 5; ++i) {
+            EXPECT_EQ(std::memcmp(grouped[i].data(), separate[i].data(),
+                                  grouped[i].size() * sizeof(float)),
+                      0)
+                << "problem " << i;
+          }
+        }
+      }
+    }
+    ASSERT_TRUE(set_isa_override(std::nullopt));
+  }
+}
+
 TEST(Matmul, IsaOverrideSelectsTheVariant) {
   EXPECT_TRUE(set_isa_override(Isa::scalar));
   EXPECT_EQ(active_isa(), Isa::scalar);
