@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "engine/model/model_weights.h"
 #include "engine/model/safetensors_file.h"
@@ -143,6 +144,22 @@ TEST(MoeWeights, DeepSeekV3FromHfAndGgufAgree) {
     EXPECT_TRUE(same_bytes(a.v_b[3], b.v_b[3]));
     EXPECT_TRUE(same_bytes(a.kv_a, b.kv_a));
   }
+}
+
+// DeepSeek-V2-Lite writes q_lora_rank: null for a plain q_proj.
+TEST(MoeWeights, DeepSeekNullQLoraRankMeansAPlainQProj) {
+  TERN_REQUIRE_SHARED(path, "models/random-deepseek-v3-tiny");
+  std::ifstream in(path / "config.json");
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string rank = "\"q_lora_rank\": 48";
+  ASSERT_NE(json.find(rank), std::string::npos);
+  json.replace(json.find(rank), rank.size(), "\"q_lora_rank\": null");
+  TempDir dir;
+  testing::write_text(dir / "config.json", json);
+  auto config = config_from_hf_directory(dir.path().string());
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->latent.q_lora_rank, 0);
+  EXPECT_EQ(config->latent.kv_lora_rank, 32);
 }
 
 // A one-layer GGUF `llama` with 4 experts, 2 per token.
