@@ -25,16 +25,6 @@ constexpr std::size_t kMaxGroupProblems = 64;
 // than the work (a router's 32 x 1024 at one token). Which thread computes a row does not change
 // its arithmetic.
 constexpr std::int64_t kInlineMultiplyAdds = 64 * 1024;
-
-// Runs `per_thread` over the pool, or inline as thread 0 of 1 when the work is small.
-template <class PerThread>
-void run_on_pool(ThreadPool& pool, bool inline_on_caller, PerThread&& per_thread) {
-  if (inline_on_caller) {
-    per_thread(0);
-  } else {
-    pool.run([&](int thread_index, int) { per_thread(thread_index); });
-  }
-}
 constexpr int kMaxThreads = 64;             // threads one matmul spreads over (more stay idle)
 constexpr std::int64_t kOwnerGranules = 2;  // granules a thread takes at once from its own share
 
@@ -86,6 +76,43 @@ class alignas(64) GranuleRange {
   std::atomic<std::uint64_t> bounds_{0};
   std::int64_t claimed_end_ = 0;  // owner only
 };
+
+// Runs compute(thread_args, first_granule, end_granule) over granules [0, granules), on the pool
+// or, when `small`, on the caller alone. Each thread starts on its own contiguous share and, once
+// done, takes single granules from the back of the others' shares: on a shared host one core
+// often runs slower for a while, and a static split made the other wait for it at every matmul.
+template <class Compute>
+void run_granules(ThreadPool& pool, MatmulWorkspace& workspace, std::int64_t granules, bool small,
+                  const KernelArgs& args, Compute&& compute) {
+  const int thread_count =
+      small ? 1 : std::min({pool.size(), workspace.max_threads(), kMaxThreads});
+  std::array<GranuleRange, kMaxThreads> shares;
+  for (int t = 0; t < thread_count; ++t) {
+    shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
+                                              granules * (t + 1) / thread_count);
+  }
+  const auto per_thread = [&](int thread_index) {
+    // A pool larger than the workspace leaves its extra threads idle rather than failing.
+    if (thread_index >= thread_count) return;
+    KernelArgs thread_args = args;
+    thread_args.scratch = workspace.thread_scratch(thread_index);
+    thread_args.scratch_bytes = workspace.thread_scratch_bytes();
+    GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
+    for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
+      compute(thread_args, g, own.claimed_end());
+    }
+    for (int other = 1; other < thread_count; ++other) {
+      GranuleRange& victim =
+          shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
+      for (std::int64_t g; (g = victim.take_back()) >= 0;) compute(thread_args, g, g + 1);
+    }
+  };
+  if (small) {
+    per_thread(0);
+  } else {
+    pool.run([&](int thread_index, int) { per_thread(thread_index); });
+  }
+}
 
 const KernelTable& kernel_table(Isa isa) {
   switch (isa) {
@@ -241,19 +268,8 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
       args.act = act;
       args.act_stride = act_stride;
     }
-    // Each thread starts on its own contiguous share and, once done, takes single granules from
-    // the back of the others' shares: on a shared host one core often runs slower for a while,
-    // and a static split made the other wait for it at every matmul.
     std::int64_t multiply_adds = 0;
     for (const MatmulTarget& target : targets) multiply_adds += target.w->rows * first.cols * count;
-    const bool small = multiply_adds <= kInlineMultiplyAdds;
-    const int thread_count =
-        small ? 1 : std::min({pool.size(), workspace.max_threads(), kMaxThreads});
-    std::array<GranuleRange, kMaxThreads> shares;
-    for (int t = 0; t < thread_count; ++t) {
-      shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
-                                                granules * (t + 1) / thread_count);
-    }
     const auto compute_granules = [&](KernelArgs& thread_args, std::int64_t begin,
                                       std::int64_t end) {
       for (std::size_t i = 0; i < targets.size(); ++i) {
@@ -269,24 +285,8 @@ void matmul_same_input(Isa isa, std::span<const MatmulTarget> targets, const flo
         kernel(thread_args, row_begin, row_end);
       }
     };
-    run_on_pool(pool, small, [&](int thread_index) {
-      // A pool larger than the workspace leaves its extra threads idle rather than failing.
-      if (thread_index >= thread_count) return;
-      KernelArgs thread_args = args;
-      thread_args.scratch = workspace.thread_scratch(thread_index);
-      thread_args.scratch_bytes = workspace.thread_scratch_bytes();
-      GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
-      for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
-        compute_granules(thread_args, g, own.claimed_end());
-      }
-      for (int other = 1; other < thread_count; ++other) {
-        GranuleRange& victim =
-            shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
-        for (std::int64_t g; (g = victim.take_back()) >= 0;) {
-          compute_granules(thread_args, g, g + 1);
-        }
-      }
-    });
+    run_granules(pool, workspace, granules, multiply_adds <= kInlineMultiplyAdds, args,
+                 compute_granules);
   }
 }
 
@@ -348,14 +348,6 @@ void matmul_grouped(std::span<const MatmulProblem> problems, MatmulWorkspace& wo
   const std::int64_t granules = granule_begin[problems.size()];
   std::int64_t multiply_adds = 0;
   for (const MatmulProblem& p : problems) multiply_adds += p.w->rows * first.cols * p.tokens;
-  const bool small = multiply_adds <= kInlineMultiplyAdds;
-  const int thread_count =
-      small ? 1 : std::min({pool.size(), workspace.max_threads(), kMaxThreads});
-  std::array<GranuleRange, kMaxThreads> shares;
-  for (int t = 0; t < thread_count; ++t) {
-    shares[static_cast<std::size_t>(t)].reset(granules * t / thread_count,
-                                              granules * (t + 1) / thread_count);
-  }
   const auto compute_granules = [&](KernelArgs& thread_args, std::int64_t begin, std::int64_t end) {
     for (std::size_t i = 0; i < problems.size(); ++i) {
       const MatmulProblem& p = problems[i];
@@ -379,23 +371,9 @@ void matmul_grouped(std::span<const MatmulProblem> problems, MatmulWorkspace& wo
       kernel(thread_args, row_begin, row_end);
     }
   };
-  run_on_pool(pool, small, [&](int thread_index) {
-    if (thread_index >= thread_count) return;
-    KernelArgs thread_args{&first, nullptr, 0, 0, nullptr, 0, nullptr, 0};
-    thread_args.scratch = workspace.thread_scratch(thread_index);
-    thread_args.scratch_bytes = workspace.thread_scratch_bytes();
-    GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
-    for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
-      compute_granules(thread_args, g, own.claimed_end());
-    }
-    for (int other = 1; other < thread_count; ++other) {
-      GranuleRange& victim =
-          shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
-      for (std::int64_t g; (g = victim.take_back()) >= 0;) {
-        compute_granules(thread_args, g, g + 1);
-      }
-    }
-  });
+  const KernelArgs args{&first, nullptr, 0, 0, nullptr, 0, nullptr, 0};
+  run_granules(pool, workspace, granules, multiply_adds <= kInlineMultiplyAdds, args,
+               compute_granules);
 }
 
 }  // namespace tern::kernels

@@ -83,17 +83,8 @@ Expected<std::unique_ptr<CpuBackend>> CpuBackend::create(const ModelWeights& wei
                              weights.path(), config.architecture, supported_architectures())};
   }
   if (config.moe.enabled()) {
-    const MoeConfig& moe = config.moe;
-    const kernels::MoeRouting routing{moe.scoring == MoeConfig::Scoring::sigmoid
-                                          ? kernels::MoeRouting::Scoring::sigmoid
-                                          : kernels::MoeRouting::Scoring::softmax,
-                                      moe.n_experts,
-                                      moe.experts_per_token,
-                                      moe.normalize_weights,
-                                      moe.n_groups,
-                                      moe.groups_per_token,
-                                      moe.weight_scale};
-    if (const std::optional<std::string> invalid = kernels::validate(routing)) {
+    if (const std::optional<std::string> invalid =
+            kernels::validate(CpuBatchOps::routing_of(config.moe))) {
       return Error{fmt::format("{}: expert routing: {}", weights.path(), *invalid)};
     }
   }

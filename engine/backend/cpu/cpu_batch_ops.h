@@ -82,6 +82,9 @@ class CpuBatchOps final : public BatchOps {
     visit(output_);
   }
 
+  // The router kernel's view of a model's expert routing.
+  static kernels::MoeRouting routing_of(const MoeConfig& moe);
+
   // The cache layout of one layer: K and V per KV head, or latent attention's one shared row.
   static kernels::KvCacheLayout kv_layout(const RankShape& shape, kernels::KvType type,
                                           std::int32_t block_size);

@@ -9,17 +9,20 @@
 
 namespace tern::engine {
 
+kernels::MoeRouting CpuBatchOps::routing_of(const MoeConfig& moe) {
+  return kernels::MoeRouting{moe.scoring == MoeConfig::Scoring::sigmoid
+                                 ? kernels::MoeRouting::Scoring::sigmoid
+                                 : kernels::MoeRouting::Scoring::softmax,
+                             moe.n_experts,
+                             moe.experts_per_token,
+                             moe.normalize_weights,
+                             moe.n_groups,
+                             moe.groups_per_token,
+                             moe.weight_scale};
+}
+
 void CpuBatchOps::allocate_expert_buffers() {
-  const MoeConfig& moe = weights_.config().moe;
-  routing_ = kernels::MoeRouting{moe.scoring == MoeConfig::Scoring::sigmoid
-                                     ? kernels::MoeRouting::Scoring::sigmoid
-                                     : kernels::MoeRouting::Scoring::softmax,
-                                 moe.n_experts,
-                                 moe.experts_per_token,
-                                 moe.normalize_weights,
-                                 moe.n_groups,
-                                 moe.groups_per_token,
-                                 moe.weight_scale};
+  routing_ = routing_of(weights_.config().moe);
   const auto tokens = static_cast<std::size_t>(buffers_.max_tokens);
   const auto hidden = static_cast<std::size_t>(shape_.hidden);
   const auto slots = tokens * static_cast<std::size_t>(shape_.experts_per_token);

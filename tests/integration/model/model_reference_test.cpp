@@ -15,45 +15,16 @@
 #include "engine/sequence_runner.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/integration/model/deepseek_split_kv_b.h"
+#include "tests/integration/model/greedy_run.h"
 #include "tests/integration/model/reference_data.h"
 #include "tests/support/shared_data.h"
 
 namespace tern::engine {
 namespace {
 
-constexpr std::int32_t kEos = 2;
-
-struct ModelRun {
-  std::vector<float> last_prompt_logits;
-  std::vector<std::int32_t> greedy_ids;
-};
-
-// Greedy decoding from the prompt for as many tokens as the reference, stopping at EOS.
-ModelRun run_greedy(const ModelWeights& weights, const testing::GreedyReference& reference,
-                    kernels::ThreadPool& pool) {
-  ModelRun run;
-  BackendSpec spec;
-  spec.options.max_sequences = 1;
-  spec.options.max_batch_tokens = 64;
-  const auto context =
-      static_cast<std::int32_t>(reference.prompt_ids.size() + reference.greedy_ids.size() + 1);
-  spec.options.max_context = context;
-  auto backend = create_backend(spec, weights, pool);
-  EXPECT_TRUE(backend.ok()) << backend.error().message;
-  if (!backend.ok()) return run;
-  auto runner = SequenceRunner::create(**backend, context, KvCacheType::f32);
-  EXPECT_TRUE(runner.ok());
-  if (!runner.ok()) return run;
-  EXPECT_TRUE(runner->append(reference.prompt_ids).ok());
-  run.last_prompt_logits.assign(runner->logits().begin(), runner->logits().end());
-  for (std::size_t step = 0; step < reference.greedy_ids.size(); ++step) {
-    const std::int32_t token = argmax(runner->logits());
-    run.greedy_ids.push_back(token);
-    if (token == kEos) break;
-    EXPECT_TRUE(runner->append({&token, 1}).ok());
-  }
-  return run;
-}
+using model_tests::ModelRun;
+using model_tests::run_greedy;
+using model_tests::TempPath;
 
 struct ExactCase {
   const char* model;
@@ -113,40 +84,41 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Two files of one model: the same logits bit for bit and the same greedy ids on the 8 reference
+// prompts, which equal the reference's up to its first near tie.
+void expect_same_runs_and_reference(const ModelWeights& a, const ModelWeights& b,
+                                    const std::filesystem::path& reference_path) {
+  kernels::ThreadPool pool(2);
+  const auto references = testing::read_greedy_references(reference_path);
+  ASSERT_EQ(references.size(), 8u);
+  for (std::size_t p = 0; p < references.size(); ++p) {
+    const ModelRun run_a = run_greedy(a, references[p], pool);
+    const ModelRun run_b = run_greedy(b, references[p], pool);
+    EXPECT_EQ(run_a.last_prompt_logits, run_b.last_prompt_logits) << "prompt " << p;
+    EXPECT_EQ(run_a.greedy_ids, run_b.greedy_ids) << "prompt " << p;
+    const std::size_t steps = testing::steps_to_compare(references[p]);
+    ASSERT_GE(run_b.greedy_ids.size(), steps);
+    EXPECT_TRUE(std::equal(run_b.greedy_ids.begin(), run_b.greedy_ids.begin() + steps,
+                           references[p].greedy_ids.begin()))
+        << "prompt " << p;
+  }
+}
+
 // Both DeepSeek GGUF layouts give the same logits, bit for bit, and the reference's greedy ids.
 TEST(DeepSeekGgufLayouts, SplitKvBEqualsWholeKvB) {
   TERN_REQUIRE_SHARED(model_path, "models/random-deepseek-v3-tiny-f32.gguf");
   TERN_REQUIRE_SHARED(reference_path, "reference/random-deepseek-v3-tiny.greedy.jsonl");
   auto source = GgufFile::open(model_path.string());
   ASSERT_TRUE(source.ok()) << source.error().message;
-  const std::string split_path = (std::filesystem::temp_directory_path() /
-                                  ("tern-deepseek-split-" + std::to_string(::getpid()) + ".gguf"))
-                                     .string();
-  ASSERT_TRUE(testing::write_split_kv_b(*source, split_path).ok());
-  struct Remove {
-    std::string path;
-    ~Remove() { std::filesystem::remove(path); }
-  } remove_split{split_path};
+  const TempPath split_path("deepseek-split.gguf");
+  ASSERT_TRUE(testing::write_split_kv_b(*source, split_path.string()).ok());
   auto whole = load_model(model_path.string());
-  auto split = load_model(split_path);
+  auto split = load_model(split_path.string());
   ASSERT_TRUE(whole.ok()) << whole.error().message;
   ASSERT_TRUE(split.ok()) << split.error().message;
   ASSERT_FALSE(split->layers()[0].latent->kv_b.has_value());
   ASSERT_EQ(split->layers()[0].latent->k_b.size(), 4u);
-  kernels::ThreadPool pool(2);
-  const auto references = testing::read_greedy_references(reference_path);
-  ASSERT_EQ(references.size(), 8u);
-  for (std::size_t p = 0; p < references.size(); ++p) {
-    const ModelRun a = run_greedy(*whole, references[p], pool);
-    const ModelRun b = run_greedy(*split, references[p], pool);
-    EXPECT_EQ(a.last_prompt_logits, b.last_prompt_logits) << "prompt " << p;
-    EXPECT_EQ(a.greedy_ids, b.greedy_ids) << "prompt " << p;
-    const std::size_t steps = testing::steps_to_compare(references[p]);
-    ASSERT_GE(b.greedy_ids.size(), steps);
-    EXPECT_TRUE(std::equal(b.greedy_ids.begin(), b.greedy_ids.begin() + steps,
-                           references[p].greedy_ids.begin()))
-        << "prompt " << p;
-  }
+  expect_same_runs_and_reference(*whole, *split, reference_path);
 }
 
 // A qwen3moe GGUF written by ../shared/tools/gguf_io.py (llama.cpp's layout from a writer that is
@@ -155,37 +127,18 @@ TEST(Qwen3MoeGguf, WrittenByGgufIoEqualsTheHfCheckpoint) {
   TERN_REQUIRE_SHARED(hf_path, "models/random-qwen3-moe-tiny");
   TERN_REQUIRE_SHARED(tools_path, "tools/gguf_io.py");
   TERN_REQUIRE_SHARED(reference_path, "reference/random-qwen3-moe-tiny.greedy.jsonl");
-  const std::string gguf_path = (std::filesystem::temp_directory_path() /
-                                 ("tern-qwen3moe-" + std::to_string(::getpid()) + ".gguf"))
-                                    .string();
-  struct Remove {
-    std::string path;
-    ~Remove() { std::filesystem::remove(path); }
-  } remove_gguf{gguf_path};
+  const TempPath gguf_path("qwen3moe.gguf");
   const std::string command = std::string("/usr/bin/python3 ") + TERN_SOURCE_DIR +
                               "/tests/scripts/qwen3moe_gguf.py " + hf_path.string() + " " +
-                              gguf_path + " " + tools_path.parent_path().string();
+                              gguf_path.string() + " " + tools_path.parent_path().string();
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   auto hf = load_model(hf_path.string());
-  auto gguf = load_model(gguf_path);
+  auto gguf = load_model(gguf_path.string());
   ASSERT_TRUE(hf.ok()) << hf.error().message;
   ASSERT_TRUE(gguf.ok()) << gguf.error().message;
   EXPECT_EQ(gguf->config().architecture, "qwen3moe");
   EXPECT_EQ(gguf->config().moe.n_experts, 8);
-  kernels::ThreadPool pool(2);
-  const auto references = testing::read_greedy_references(reference_path);
-  ASSERT_EQ(references.size(), 8u);
-  for (std::size_t p = 0; p < references.size(); ++p) {
-    const ModelRun a = run_greedy(*hf, references[p], pool);
-    const ModelRun b = run_greedy(*gguf, references[p], pool);
-    EXPECT_EQ(a.last_prompt_logits, b.last_prompt_logits) << "prompt " << p;
-    EXPECT_EQ(a.greedy_ids, b.greedy_ids) << "prompt " << p;
-    const std::size_t steps = testing::steps_to_compare(references[p]);
-    ASSERT_GE(b.greedy_ids.size(), steps);
-    EXPECT_TRUE(std::equal(b.greedy_ids.begin(), b.greedy_ids.begin() + steps,
-                           references[p].greedy_ids.begin()))
-        << "prompt " << p;
-  }
+  expect_same_runs_and_reference(*hf, *gguf, reference_path);
 }
 
 class QuantizedModelTest : public ::testing::TestWithParam<const char*> {};

@@ -22,6 +22,7 @@
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/integration/model/deepseek_split_kv_b.h"
+#include "tests/integration/model/greedy_run.h"
 #include "tests/integration/model/reference_data.h"
 #include "tests/support/shared_data.h"
 
@@ -29,53 +30,9 @@ namespace tern::engine {
 namespace {
 
 using kernels::TensorType;
-
-constexpr std::int32_t kEos = 2;
-
-// A file or directory under the temp directory, removed when the test ends.
-struct TempPath {
-  std::filesystem::path path;
-  explicit TempPath(const std::string& name)
-      : path(std::filesystem::temp_directory_path() /
-             ("tern-quantize-moe-" + std::to_string(::getpid()) + "-" + name)) {}
-  ~TempPath() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string string() const { return path.string(); }
-};
-
-struct ModelRun {
-  std::vector<float> last_prompt_logits;
-  std::vector<std::int32_t> greedy_ids;
-};
-
-// Greedy decoding from the prompt for as many tokens as the reference, stopping at EOS.
-ModelRun run_greedy(const ModelWeights& weights, const testing::GreedyReference& reference,
-                    kernels::ThreadPool& pool) {
-  ModelRun run;
-  BackendSpec spec;
-  spec.options.max_sequences = 1;
-  spec.options.max_batch_tokens = 64;
-  const auto context =
-      static_cast<std::int32_t>(reference.prompt_ids.size() + reference.greedy_ids.size() + 1);
-  spec.options.max_context = context;
-  auto backend = create_backend(spec, weights, pool);
-  EXPECT_TRUE(backend.ok()) << backend.error().message;
-  if (!backend.ok()) return run;
-  auto runner = SequenceRunner::create(**backend, context, KvCacheType::f32);
-  EXPECT_TRUE(runner.ok());
-  if (!runner.ok()) return run;
-  EXPECT_TRUE(runner->append(reference.prompt_ids).ok());
-  run.last_prompt_logits.assign(runner->logits().begin(), runner->logits().end());
-  for (std::size_t step = 0; step < reference.greedy_ids.size(); ++step) {
-    const std::int32_t token = argmax(runner->logits());
-    run.greedy_ids.push_back(token);
-    if (token == kEos) break;
-    EXPECT_TRUE(runner->append({&token, 1}).ok());
-  }
-  return run;
-}
+using model_tests::ModelRun;
+using model_tests::run_greedy;
+using model_tests::TempPath;
 
 void expect_same_config(const ModelConfig& a, const ModelConfig& b, RopeLayout layout) {
   EXPECT_EQ(a.architecture, b.architecture);
