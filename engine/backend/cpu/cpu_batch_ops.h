@@ -137,6 +137,15 @@ class CpuBatchOps final : public BatchOps {
                            kernels::FunctionRef<void(int, int)> items);
   void allocate_expert_buffers();
   void allocate_latent_buffers();
+  // Rows of [tokens][heads * head_width] floats, row_stride apart; head h's slice starts at
+  // rows + h * head_width.
+  struct HeadSlices {
+    float* rows;
+    std::int64_t head_width;
+    std::int64_t row_stride;
+  };
+  void per_head_matmul(std::span<const kernels::WeightMatrix> matrices, HeadSlices in,
+                       HeadSlices out, std::int64_t tokens);
   void prepare_latent_matrices();
 
   const ModelWeights& weights_;

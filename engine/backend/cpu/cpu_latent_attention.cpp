@@ -1,6 +1,8 @@
 // The latent-attention ops of CpuBatchOps (DeepSeek's MLA), in the absorbed form: the cache holds
 // one row per token, [normalised latent (kv_lora_rank), rotated rope key (rope_head_dim)], which
 // every head reads as its key and, in its first kv_lora_rank values, as its value.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -72,6 +74,23 @@ void CpuBatchOps::prepare_latent_matrices() {
   }
 }
 
+// Head h's matrix times its slice of every token's row, as grouped matmuls: one pool job per 64
+// heads when the rows fit the workspace (decode), else one per head.
+void CpuBatchOps::per_head_matmul(std::span<const kernels::WeightMatrix> matrices, HeadSlices in,
+                                  HeadSlices out, std::int64_t tokens) {
+  constexpr std::size_t kHeadsPerJob = 64;
+  std::array<kernels::MatmulProblem, kHeadsPerJob> problems{};
+  for (std::size_t first = 0; first < matrices.size(); first += kHeadsPerJob) {
+    const std::size_t count = std::min(kHeadsPerJob, matrices.size() - first);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto head = static_cast<std::int64_t>(first + i);
+      problems[i] = {&matrices[first + i], in.rows + head * in.head_width,   tokens,
+                     in.row_stride,        out.rows + head * out.head_width, out.row_stride};
+    }
+    kernels::matmul_grouped(std::span(problems.data(), count), workspace_, pool_);
+  }
+}
+
 void CpuBatchOps::store_latent_kv(std::int32_t layer, Activation latent) {
   const std::int64_t tokens = rows(latent);
   if (tokens == 0) return;
@@ -115,11 +134,8 @@ void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation 
                       tables_.rope_magnitude);
 
   // Absorbed query per head: [k_absorb * q_nope (kv_lora), q_rope (rope)].
-  for (std::int64_t head = 0; head < heads; ++head) {
-    kernels::matmul(matrices.k_absorb[static_cast<std::size_t>(head)], queries + head * query_head,
-                    tokens, heads * query_head, q_absorbed_.data() + head * width, heads * width,
-                    workspace_, pool_);
-  }
+  per_head_matmul(matrices.k_absorb, {queries, query_head, heads * query_head},
+                  {q_absorbed_.data(), width, heads * width}, tokens);
   for (std::int64_t t = 0; t < tokens; ++t) {
     for (std::int64_t head = 0; head < heads; ++head) {
       std::memcpy(&q_absorbed_[static_cast<std::size_t>((t * heads + head) * width + kv_lora)],
@@ -153,11 +169,8 @@ void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation 
   });
 
   float* output = data(out);
-  for (std::int64_t head = 0; head < heads; ++head) {
-    kernels::matmul(matrices.v_up[static_cast<std::size_t>(head)],
-                    attended_latent_.data() + head * kv_lora, tokens, heads * kv_lora,
-                    output + head * value, heads * value, workspace_, pool_);
-  }
+  per_head_matmul(matrices.v_up, {attended_latent_.data(), kv_lora, heads * kv_lora},
+                  {output, value, heads * value}, tokens);
 }
 
 }  // namespace tern::engine
