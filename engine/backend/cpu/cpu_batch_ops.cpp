@@ -16,20 +16,8 @@
 namespace tern::engine {
 namespace {
 
-kernels::WeightMatrix matrix_of(const WeightTensor& tensor) {
-  return kernels::WeightMatrix{tensor.type, tensor.data, tensor.rows, tensor.cols,
-                               tensor.row_bytes};
-}
-
 kernels::WeightMatrix matrix_of(const std::optional<WeightTensor>& tensor) {
-  return tensor ? matrix_of(*tensor) : kernels::WeightMatrix{};
-}
-
-std::vector<kernels::WeightMatrix> matrices_of(const std::vector<WeightTensor>& tensors) {
-  std::vector<kernels::WeightMatrix> out;
-  out.reserve(tensors.size());
-  for (const WeightTensor& tensor : tensors) out.push_back(matrix_of(tensor));
-  return out;
+  return tensor ? weight_matrix_of(*tensor) : kernels::WeightMatrix{};
 }
 
 // The widest input any matmul of the model reads.
@@ -41,6 +29,13 @@ std::int64_t widest_matmul_input(const RankShape& shape) {
 
 }  // namespace
 
+std::vector<kernels::WeightMatrix> weight_matrices_of(std::span<const WeightTensor> tensors) {
+  std::vector<kernels::WeightMatrix> out;
+  out.reserve(tensors.size());
+  for (const WeightTensor& tensor : tensors) out.push_back(weight_matrix_of(tensor));
+  return out;
+}
+
 CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
                          const RankShape& shape, kernels::ThreadPool& pool,
                          const CpuBuffers& buffers)
@@ -51,13 +46,13 @@ CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
       buffers_(buffers),
       workspace_(buffers.max_tokens, widest_matmul_input(shape)) {
   for (const LayerWeights& source : weights.layers()) {
-    LayerMatrices layer{matrix_of(source.wq),
-                        matrix_of(source.wk),
-                        matrix_of(source.wv),
-                        matrix_of(source.wo),
-                        matrix_of(source.w_gate),
-                        matrix_of(source.w_up),
-                        matrix_of(source.w_down),
+    LayerMatrices layer{weight_matrix_of(source.wq),
+                        weight_matrix_of(source.wk),
+                        weight_matrix_of(source.wv),
+                        weight_matrix_of(source.wo),
+                        weight_matrix_of(source.w_gate),
+                        weight_matrix_of(source.w_up),
+                        weight_matrix_of(source.w_down),
                         {},
                         {},
                         {},
@@ -67,21 +62,22 @@ CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
                         {}};
     ExpertMatrices experts;
     if (const std::optional<ExpertWeights>& moe = source.experts) {
-      layer.router = matrix_of(moe->router);
+      layer.router = weight_matrix_of(moe->router);
       layer.shared_gate = matrix_of(moe->shared_gate);
       layer.shared_up = matrix_of(moe->shared_up);
       layer.shared_down = matrix_of(moe->shared_down);
-      experts = {matrices_of(moe->gate), matrices_of(moe->up), matrices_of(moe->down)};
+      experts = {weight_matrices_of(moe->gate), weight_matrices_of(moe->up),
+                 weight_matrices_of(moe->down)};
     }
     if (const std::optional<LatentAttentionWeights>& latent = source.latent) {
       layer.q_a = matrix_of(latent->q_a);
       layer.q_b = matrix_of(latent->q_b);
-      layer.kv_a = matrix_of(latent->kv_a);
+      layer.kv_a = weight_matrix_of(latent->kv_a);
     }
     layers_.push_back(layer);
     experts_.push_back(std::move(experts));
   }
-  output_ = matrix_of(weights.output());
+  output_ = weight_matrix_of(weights.output());
   kv_pools_.resize(layers_.size());
 
   const auto tokens = static_cast<std::size_t>(buffers.max_tokens);

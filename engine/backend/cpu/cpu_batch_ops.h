@@ -24,6 +24,13 @@ class ThreadPool;
 
 namespace tern::engine {
 
+// A loaded tensor as the CPU kernels read it, in place.
+inline kernels::WeightMatrix weight_matrix_of(const WeightTensor& tensor) {
+  return kernels::WeightMatrix{tensor.type, tensor.data, tensor.rows, tensor.cols,
+                               tensor.row_bytes};
+}
+std::vector<kernels::WeightMatrix> weight_matrices_of(std::span<const WeightTensor> tensors);
+
 struct CpuBuffers {
   std::int32_t max_tokens = 0;      // rows of every per-token activation
   std::int32_t max_logit_rows = 0;  // rows of logit_rows
@@ -186,7 +193,6 @@ class CpuBatchOps final : public BatchOps {
   std::vector<LatentMatrices> latent_matrices_;
   std::vector<std::vector<float>> absorb_storage_;
   std::vector<float> q_absorbed_, attended_latent_;
-  float latent_softmax_scale_ = 1.0f;
 
   const BatchPlan* plan_ = nullptr;
   float* logits_ = nullptr;

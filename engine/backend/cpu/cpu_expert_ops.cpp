@@ -36,7 +36,7 @@ void CpuBatchOps::allocate_expert_buffers() {
   slot_tokens_.resize(slots);
   expert_offsets_.resize(static_cast<std::size_t>(shape_.n_experts) + 1);
   expert_cursor_.resize(static_cast<std::size_t>(shape_.n_experts));
-  // One expert sees each token at most once, so its rows fit in a batch's worth.
+  // A group of experts takes at most a batch's worth of rows (expert_ffn groups them so).
   expert_in_.resize(tokens * hidden);
   expert_gate_.resize(tokens * expert_ffn);
   expert_up_.resize(tokens * expert_ffn);
@@ -130,8 +130,10 @@ void CpuBatchOps::expert_ffn(std::int32_t layer, Activation in, Activation out) 
     // The expert matmuls are the dense kernels, whose per-row arithmetic does not depend on how
     // many rows share the call: a token's result is the same alone or in a crowd.
     kernels::matmul_grouped(std::span(gate_up.data(), 2 * group), workspace_, pool_);
+    // A decode step's few rows are less work than waking the pool.
+    constexpr std::int64_t kInlineValues = 16 * 1024;
     const std::int64_t values = group_rows * ffn;
-    if (values <= 16 * 1024) {
+    if (values <= kInlineValues) {
       kernels::silu_mul(expert_gate_.data(), expert_up_.data(), expert_gate_.data(), values);
     } else {
       pool_.parallel_for(group_rows, [&](std::int64_t begin, std::int64_t end) {

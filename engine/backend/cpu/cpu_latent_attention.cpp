@@ -13,14 +13,6 @@
 #include "kernels/cpu/thread_pool.h"
 
 namespace tern::engine {
-namespace {
-
-kernels::WeightMatrix matrix_of(const WeightTensor& tensor) {
-  return kernels::WeightMatrix{tensor.type, tensor.data, tensor.rows, tensor.cols,
-                               tensor.row_bytes};
-}
-
-}  // namespace
 
 void CpuBatchOps::allocate_latent_buffers() {
   const auto tokens = static_cast<std::size_t>(buffers_.max_tokens);
@@ -29,9 +21,6 @@ void CpuBatchOps::allocate_latent_buffers() {
   latent_.resize(tokens * static_cast<std::size_t>(shape_.latent_width()));
   q_absorbed_.resize(tokens * heads * static_cast<std::size_t>(shape_.latent_width()));
   attended_latent_.resize(tokens * heads * static_cast<std::size_t>(shape_.kv_lora_rank));
-  // The softmax scale is the unabsorbed one: the score is still q . k over nope + rope dims.
-  latent_softmax_scale_ =
-      tables_.softmax_scale_multiplier / std::sqrt(static_cast<float>(shape_.head_dim));
 }
 
 // k_absorb is k_b as the file has it, or the transpose of kv_b's key rows, which only a copy can
@@ -44,8 +33,8 @@ void CpuBatchOps::prepare_latent_matrices() {
     LatentMatrices matrices;
     if (source.latent) {
       const LatentAttentionWeights& latent = *source.latent;
-      for (const WeightTensor& v_b : latent.v_b) matrices.v_up.push_back(matrix_of(v_b));
-      for (const WeightTensor& k_b : latent.k_b) matrices.k_absorb.push_back(matrix_of(k_b));
+      matrices.v_up = weight_matrices_of(latent.v_b);
+      matrices.k_absorb = weight_matrices_of(latent.k_b);
       if (latent.kv_b) {
         std::vector<float> key_rows(static_cast<std::size_t>(nope * kv_lora));
         for (std::int64_t head = 0; head < shape_.n_heads; ++head) {
@@ -147,7 +136,9 @@ void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation 
   // Multi-query attention over the latent rows: the kernel's heads-per-pass groups become work
   // items, so one long prefill still spreads over the pool.
   const KvPools& pools = kv_pools_[static_cast<std::size_t>(layer)];
-  const float scale = latent_softmax_scale_;
+  // The unabsorbed scale: the score is still q . k over the nope + rope dims of a query head.
+  const float scale =
+      tables_.softmax_scale_multiplier / std::sqrt(static_cast<float>(shape_.head_dim));
   const std::int64_t head_groups =
       (heads + kernels::kAttentionHeadsPerPass - 1) / kernels::kAttentionHeadsPerPass;
   const auto items = static_cast<std::int64_t>(plan_->sequences.size()) * head_groups;
