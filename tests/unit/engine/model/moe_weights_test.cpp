@@ -2,11 +2,15 @@
 // the shared HF checkpoints and GGUF files, and the loader's errors for broken expert tensors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
+#include "engine/backend/backend_factory.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/safetensors_file.h"
+#include "engine/sequence_runner.h"
+#include "kernels/cpu/thread_pool.h"
 #include "tests/support/shared_data.h"
 #include "tests/unit/engine/model/model_test_files.h"
 
@@ -144,6 +148,58 @@ TEST(MoeWeights, DeepSeekV3FromHfAndGgufAgree) {
     EXPECT_TRUE(same_bytes(a.v_b[3], b.v_b[3]));
     EXPECT_TRUE(same_bytes(a.kv_a, b.kv_a));
   }
+}
+
+// Qwen3-MoE's mlp_only_layers: a listed layer is a dense FFN of intermediate_size, loaded as such.
+TEST(MoeWeights, Qwen3MoeMlpOnlyLayersAreDense) {
+  TERN_REQUIRE_SHARED(path, "models/random-qwen3-moe-tiny");
+  auto source = SafetensorsFile::open((path / "model.safetensors").string());
+  ASSERT_TRUE(source.ok()) << source.error().message;
+  SafetensorsWriter writer;
+  for (const SafetensorsTensorInfo& tensor : source->tensors()) {
+    if (tensor.name.rfind("model.layers.1.mlp.", 0) != 0) {
+      writer.add(tensor.name, tensor.dtype, tensor.shape, {tensor.data, tensor.bytes});
+    }
+  }
+  const std::vector<std::byte> zeros(160 * 64 * sizeof(float));
+  writer.add("model.layers.1.mlp.gate_proj.weight", "F32", {160, 64}, zeros);
+  writer.add("model.layers.1.mlp.up_proj.weight", "F32", {160, 64}, zeros);
+  writer.add("model.layers.1.mlp.down_proj.weight", "F32", {64, 160}, zeros);
+  std::ifstream in(path / "config.json");
+  std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string listed = "\"mlp_only_layers\": []";
+  ASSERT_NE(json.find(listed), std::string::npos);
+  json.replace(json.find(listed), listed.size(), "\"mlp_only_layers\": [1]");
+  TempDir dir;
+  testing::write_text(dir / "config.json", json);
+  testing::write_bytes(dir / "model.safetensors", writer.bytes());
+  auto loaded = load_model(dir.path().string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->config().moe.dense_layers, std::vector<int>{1});
+  EXPECT_TRUE(loaded->layers()[0].experts.has_value());
+  EXPECT_FALSE(loaded->layers()[1].experts.has_value());
+  EXPECT_EQ(loaded->layers()[1].w_down.cols, 160);
+  // It runs: a dense layer between routed ones.
+  kernels::ThreadPool pool(2);
+  BackendSpec spec;
+  spec.options.max_sequences = 1;
+  spec.options.max_batch_tokens = 16;
+  spec.options.max_context = 16;
+  auto backend = create_backend(spec, *loaded, pool);
+  ASSERT_TRUE(backend.ok()) << backend.error().message;
+  auto runner = SequenceRunner::create(**backend, 16, KvCacheType::f32);
+  ASSERT_TRUE(runner.ok()) << runner.error().message;
+  const std::int32_t prompt[] = {1, 80, 147, 201};
+  ASSERT_TRUE(runner->append(prompt).ok());
+  for (float logit : runner->logits()) ASSERT_TRUE(std::isfinite(logit));
+  // A layer listed but out of range is named.
+  json.replace(json.find("[1]"), 3, "[7]");
+  testing::write_text(dir / "config.json", json);
+  auto refused = load_model(dir.path().string());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("'mlp_only_layers': layer 7 is out of range"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 // DeepSeek-V2-Lite writes q_lora_rank: null for a plain q_proj.
