@@ -41,25 +41,35 @@ struct CpuBackend::State {
   kernels::ThreadPool& pool;
   CpuBackendOptions options;
   CpuBatchOps ops;
-  std::vector<kernels::AlignedBuffer> tile_copies;  // q8_tiles.h layouts of the matrices
+  kernels::AlignedBuffer tiles;  // q8_tiles.h layouts of the matrices, one after another
 
   void repack_for_kernels();
 };
 
 // The VNNI kernels read Q8_0 / Q4_0 weights in 16-row tiles (q8_tiles.h): one repacked copy per
-// matrix, the size of its row-major data, which the kernels then no longer read.
+// matrix, the size of its row-major data, which the kernels then no longer read. All copies share
+// one buffer on huge pages: decode streams through them, and with 4 KiB pages an MoE model's
+// many small expert matrices reached 75-81% of the bandwidth bound against 84-86% on 2 MiB pages
+// (docs/benchmarks.md).
 void CpuBackend::State::repack_for_kernels() {
   const auto start = std::chrono::steady_clock::now();
-  std::size_t bytes = 0;
-  auto repack = [&](kernels::WeightMatrix& matrix) {
-    if (!kernels::uses_q8_tiles(matrix.type, kernels::active_isa())) return;
+  const auto tiled_bytes = [](const kernels::WeightMatrix& matrix) -> std::size_t {
+    if (!kernels::uses_q8_tiles(matrix.type, kernels::active_isa())) return 0;
     const std::size_t size = kernels::q8_tiles_bytes(matrix);
-    if (size == 0) return;
-    tile_copies.emplace_back(size);
-    matrix = kernels::repack_q8_tiles(matrix, tile_copies.back().data(), pool);
-    bytes += size;
+    return (size + kernels::AlignedBuffer::kAlignment - 1) / kernels::AlignedBuffer::kAlignment *
+           kernels::AlignedBuffer::kAlignment;
   };
-  ops.for_each_matrix(repack);
+  std::size_t total = 0;
+  ops.for_each_matrix([&](kernels::WeightMatrix& matrix) { total += tiled_bytes(matrix); });
+  if (total == 0) return;
+  tiles = kernels::AlignedBuffer::with_huge_pages(total);
+  std::size_t bytes = 0;
+  ops.for_each_matrix([&](kernels::WeightMatrix& matrix) {
+    const std::size_t size = tiled_bytes(matrix);
+    if (size == 0) return;
+    matrix = kernels::repack_q8_tiles(matrix, tiles.data() + bytes, pool);
+    bytes += size;
+  });
   if (bytes > 0) {
     spdlog::info("{}: repacked {:.1f} MiB of Q8_0/Q4_0 weights into 16-row tiles in {:.2f} s",
                  weights.path(), static_cast<double>(bytes) / (1 << 20),
