@@ -57,6 +57,10 @@ std::optional<StoredTensor> stored_tensor(const GgufFile& gguf, const std::strin
 
 }  // namespace
 
+const TensorNames& gguf_tensor_names() {
+  return kGgufNames;
+}
+
 Expected<ModelWeights> load_gguf_model(GgufFile gguf) {
   Expected<ModelConfig> config = config_from_gguf(gguf);
   if (!config) return config.error();

@@ -12,6 +12,7 @@
 #include "engine/model/gguf_metadata_from_hf.h"
 #include "engine/model/gguf_writer.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/weight_binding.h"
 #include "kernels/cpu/quant.h"
 
 namespace tern::engine {
@@ -157,17 +158,19 @@ RowMap interleave_rows(std::int64_t block, std::int64_t offset, std::int64_t rop
 // The attention tensors of a layer. Ordinary attention from HF `llama` (Mixtral included) and
 // latent attention whose config says rotate-half get their rotated rows interleaved, which is
 // the only layout GGUF `llama` and `deepseek2` have.
-Status add_attention(Converter& convert, const std::string& p, const LayerWeights& layer,
+Status add_attention(Converter& convert, int l, const LayerWeights& layer,
                      const ModelConfig& config, bool from_hf) {
+  const TensorNames& names = gguf_tensor_names();
+  const auto name = [l](std::string_view pattern) { return tensor_name(pattern, l); };
   const bool permute = from_hf && config.rope_layout == RopeLayout::neox &&
                        (config.architecture == "llama" || config.architecture == "deepseek2");
-  Status status = convert.vector(p + "attn_norm.weight", layer.attn_norm);
+  Status status = convert.vector(name(names.attn_norm), layer.attn_norm);
   if (!layer.latent) {
     const RowMap qk = permute ? interleave_rows(config.head_dim, 0, config.head_dim) : RowMap{};
-    for (auto [name, tensor, map] :
-         {std::tuple{"attn_q.weight", &layer.wq, qk}, std::tuple{"attn_k.weight", &layer.wk, qk},
-          std::tuple{"attn_v.weight", &layer.wv, RowMap{}}}) {
-      if (status.ok()) status = convert.matrix(p + name, *tensor, map);
+    for (auto [pattern, tensor, map] :
+         {std::tuple{names.wq, &layer.wq, qk}, std::tuple{names.wk, &layer.wk, qk},
+          std::tuple{names.wv, &layer.wv, RowMap{}}}) {
+      if (status.ok()) status = convert.matrix(name(pattern), *tensor, map);
     }
   } else {
     const LatentAttentionConfig& latent = config.latent;
@@ -178,53 +181,55 @@ Status add_attention(Converter& convert, const std::string& p, const LayerWeight
     const RowMap kv_a =
         permute ? interleave_rows(latent.cached_width(), latent.kv_lora_rank, latent.rope_head_dim)
                 : RowMap{};
-    if (status.ok()) status = convert.matrix(p + "attn_q.weight", layer.wq, q);
-    if (weights.q_a && status.ok()) status = convert.matrix(p + "attn_q_a.weight", *weights.q_a);
+    if (status.ok()) status = convert.matrix(name(names.wq), layer.wq, q);
+    if (weights.q_a && status.ok()) status = convert.matrix(name(names.q_a), *weights.q_a);
     if (weights.q_a_norm && status.ok()) {
-      status = convert.vector(p + "attn_q_a_norm.weight", *weights.q_a_norm);
+      status = convert.vector(name(names.q_a_norm), *weights.q_a_norm);
     }
-    if (weights.q_b && status.ok()) status = convert.matrix(p + "attn_q_b.weight", *weights.q_b, q);
-    if (status.ok()) status = convert.matrix(p + "attn_kv_a_mqa.weight", weights.kv_a, kv_a);
-    if (status.ok()) status = convert.vector(p + "attn_kv_a_norm.weight", weights.kv_a_norm);
+    if (weights.q_b && status.ok()) status = convert.matrix(name(names.q_b), *weights.q_b, q);
+    if (status.ok()) status = convert.matrix(name(names.kv_a), weights.kv_a, kv_a);
+    if (status.ok()) status = convert.vector(name(names.kv_a_norm), weights.kv_a_norm);
     if (weights.kv_b) {
-      if (status.ok()) status = convert.matrix(p + "attn_kv_b.weight", *weights.kv_b);
+      if (status.ok()) status = convert.matrix(name(names.kv_b), *weights.kv_b);
     } else {
-      if (status.ok()) status = convert.stacked(p + "attn_k_b.weight", weights.k_b);
-      if (status.ok()) status = convert.stacked(p + "attn_v_b.weight", weights.v_b);
+      if (status.ok()) status = convert.stacked(name(names.k_b), weights.k_b);
+      if (status.ok()) status = convert.stacked(name(names.v_b), weights.v_b);
     }
   }
-  if (status.ok()) status = convert.matrix(p + "attn_output.weight", layer.wo);
-  for (auto [name, tensor] :
-       {std::pair{"attn_q.bias", &layer.bq}, std::pair{"attn_k.bias", &layer.bk},
-        std::pair{"attn_v.bias", &layer.bv}, std::pair{"attn_q_norm.weight", &layer.q_norm},
-        std::pair{"attn_k_norm.weight", &layer.k_norm}}) {
-    if (status.ok() && tensor->has_value()) status = convert.vector(p + name, **tensor);
+  if (status.ok()) status = convert.matrix(name(names.wo), layer.wo);
+  for (auto [pattern, tensor] :
+       {std::pair{names.bq, &layer.bq}, std::pair{names.bk, &layer.bk},
+        std::pair{names.bv, &layer.bv}, std::pair{names.q_norm, &layer.q_norm},
+        std::pair{names.k_norm, &layer.k_norm}}) {
+    if (status.ok() && tensor->has_value()) status = convert.vector(name(pattern), **tensor);
   }
   return status;
 }
 
-Status add_ffn(Converter& convert, const std::string& p, const LayerWeights& layer) {
-  Status status = convert.vector(p + "ffn_norm.weight", layer.ffn_norm);
-  for (auto [name, tensor] :
-       {std::pair{"ffn_gate.weight", &layer.w_gate}, std::pair{"ffn_up.weight", &layer.w_up},
-        std::pair{"ffn_down.weight", &layer.w_down}}) {
-    if (status.ok()) status = convert.matrix(p + name, *tensor);
+Status add_ffn(Converter& convert, int l, const LayerWeights& layer) {
+  const TensorNames& names = gguf_tensor_names();
+  const auto name = [l](std::string_view pattern) { return tensor_name(pattern, l); };
+  Status status = convert.vector(name(names.ffn_norm), layer.ffn_norm);
+  for (auto [pattern, tensor] :
+       {std::pair{names.w_gate, &layer.w_gate}, std::pair{names.w_up, &layer.w_up},
+        std::pair{names.w_down, &layer.w_down}}) {
+    if (status.ok()) status = convert.matrix(name(pattern), *tensor);
   }
   if (!layer.experts || !status.ok()) return status;
   const ExpertWeights& experts = *layer.experts;
-  status = convert.f32_matrix(p + "ffn_gate_inp.weight", experts.router);
+  status = convert.f32_matrix(name(names.router), experts.router);
   if (experts.selection_bias && status.ok()) {
-    status = convert.vector(p + "exp_probs_b.bias", *experts.selection_bias);
+    status = convert.vector(name(names.selection_bias), *experts.selection_bias);
   }
-  for (auto [name, matrices] : {std::pair{"ffn_gate_exps.weight", &experts.gate},
-                                std::pair{"ffn_up_exps.weight", &experts.up},
-                                std::pair{"ffn_down_exps.weight", &experts.down}}) {
-    if (status.ok()) status = convert.stacked(p + name, *matrices);
+  for (auto [pattern, matrices] :
+       {std::pair{names.expert_gate, &experts.gate}, std::pair{names.expert_up, &experts.up},
+        std::pair{names.expert_down, &experts.down}}) {
+    if (status.ok()) status = convert.stacked(name(pattern), *matrices);
   }
-  for (auto [name, tensor] : {std::pair{"ffn_gate_shexp.weight", &experts.shared_gate},
-                              std::pair{"ffn_up_shexp.weight", &experts.shared_up},
-                              std::pair{"ffn_down_shexp.weight", &experts.shared_down}}) {
-    if (status.ok() && tensor->has_value()) status = convert.matrix(p + name, **tensor);
+  for (auto [pattern, tensor] : {std::pair{names.shared_gate, &experts.shared_gate},
+                                 std::pair{names.shared_up, &experts.shared_up},
+                                 std::pair{names.shared_down, &experts.shared_down}}) {
+    if (status.ok() && tensor->has_value()) status = convert.matrix(name(pattern), **tensor);
   }
   return status;
 }
@@ -265,16 +270,16 @@ Expected<QuantizeReport> quantize_model(const std::string& input, const std::str
   QuantizeReport report;
   Converter convert{writer, report, type};
   const bool from_hf = weights.gguf() == nullptr;
-  Status status = convert.matrix("token_embd.weight", weights.token_embedding());
+  const TensorNames& names = gguf_tensor_names();
+  Status status = convert.matrix(std::string(names.token_embedding), weights.token_embedding());
   for (std::size_t l = 0; status.ok() && l < weights.layers().size(); ++l) {
     const LayerWeights& layer = weights.layers()[l];
-    const std::string p = fmt::format("blk.{}.", l);
-    status = add_attention(convert, p, layer, config, from_hf);
-    if (status.ok()) status = add_ffn(convert, p, layer);
+    status = add_attention(convert, static_cast<int>(l), layer, config, from_hf);
+    if (status.ok()) status = add_ffn(convert, static_cast<int>(l), layer);
   }
-  if (status.ok()) status = convert.vector("output_norm.weight", weights.output_norm());
+  if (status.ok()) status = convert.vector(std::string(names.output_norm), weights.output_norm());
   if (status.ok() && !config.tied_embeddings) {
-    status = convert.matrix("output.weight", weights.output());
+    status = convert.matrix(std::string(names.output), weights.output());
   }
   if (!status.ok()) return Error{fmt::format("{}: {}", input, status.message())};
   if (Status written = writer.write(output); !written.ok()) return Error{written.message()};

@@ -36,7 +36,9 @@ std::string type_list(const std::array<TensorType, N>& types) {
   return out;
 }
 
-std::string layer_name(std::string_view pattern, int layer, int expert = 0) {
+}  // namespace
+
+std::string tensor_name(std::string_view pattern, int layer, int expert) {
   std::string name(pattern);
   if (const std::size_t at = name.find("{}"); at != std::string::npos) {
     name.replace(at, 2, std::to_string(layer));
@@ -46,6 +48,8 @@ std::string layer_name(std::string_view pattern, int layer, int expert = 0) {
   }
   return name;
 }
+
+namespace {
 
 std::string join_dims(const std::vector<std::int64_t>& dims) {
   std::string out;
@@ -153,13 +157,13 @@ std::vector<WeightTensor> bind_expert_matrices(Binder& binder, std::string_view 
                                                int n_experts, std::int64_t rows,
                                                std::int64_t cols) {
   if (pattern.find("{x}") == std::string_view::npos) {
-    return binder.bind_stacked(layer_name(pattern, layer), n_experts, rows, cols)
+    return binder.bind_stacked(tensor_name(pattern, layer), n_experts, rows, cols)
         .value_or(std::vector<WeightTensor>{});
   }
   std::vector<WeightTensor> matrices;
   for (int expert = 0; expert < n_experts; ++expert) {
     const auto matrix =
-        binder.bind(layer_name(pattern, layer, expert), Kind::matrix, rows, cols, true);
+        binder.bind(tensor_name(pattern, layer, expert), Kind::matrix, rows, cols, true);
     if (!matrix) return {};
     matrices.push_back(*matrix);
   }
@@ -173,7 +177,7 @@ ExpertWeights bind_experts(Binder& binder, const ModelConfig& config, const Tens
   ExpertWeights experts;
   const auto bind = [&](std::string_view pattern, Kind kind, std::int64_t rows, std::int64_t cols,
                         bool required) {
-    return binder.bind(layer_name(pattern, layer), kind, rows, cols, required);
+    return binder.bind(tensor_name(pattern, layer), kind, rows, cols, required);
   };
   if (auto router = bind(names.router, Kind::matrix, moe.n_experts, hidden, true)) {
     experts.router = *router;
@@ -205,7 +209,7 @@ LatentAttentionWeights bind_latent_attention(Binder& binder, const ModelConfig& 
   LatentAttentionWeights out;
   const auto bind = [&](std::string_view pattern, Kind kind, std::int64_t rows, std::int64_t cols,
                         bool required) {
-    return binder.bind(layer_name(pattern, layer), kind, rows, cols, required);
+    return binder.bind(tensor_name(pattern, layer), kind, rows, cols, required);
   };
   if (latent.q_lora_rank > 0) {
     out.q_a = bind(names.q_a, Kind::matrix, latent.q_lora_rank, hidden, true);
@@ -276,7 +280,7 @@ Expected<BoundWeights> bind_weights(const ModelConfig& config, const TensorNames
   for (int layer = 0; layer < config.n_layers && !binder.error(); ++layer) {
     const auto bind = [&](std::string_view pattern, Kind kind, std::int64_t rows, std::int64_t cols,
                           bool required) {
-      return binder.bind(layer_name(pattern, layer), kind, rows, cols, required);
+      return binder.bind(tensor_name(pattern, layer), kind, rows, cols, required);
     };
     LayerWeights weights;
     const auto required = [&](std::string_view pattern, Kind kind, std::int64_t rows,

@@ -37,6 +37,12 @@ struct TensorNames {
   std::string_view q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b, k_b, v_b;
 };
 
+// A pattern of TensorNames with the layer (and expert) index filled in.
+std::string tensor_name(std::string_view pattern, int layer, int expert = 0);
+
+// llama.cpp's GGUF names, which the loader reads and `tern quantize` writes.
+const TensorNames& gguf_tensor_names();
+
 using TensorLookup = std::function<std::optional<StoredTensor>(const std::string& name)>;
 
 struct BoundWeights {
