@@ -32,7 +32,7 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
       stop_checker_(request.stop.stop_strings) {
   if (limits.tokenizer != nullptr) {
     detokenizer_.emplace(*limits.tokenizer, request.skip_special_tokens,
-                         !request.prompt_ids.empty());
+                         !request.prompt_ids.empty(), request.kept_special_tokens);
   }
   if (request.stop.min_tokens > 0) {
     suppressed_ = request.stop.stop_token_ids;
@@ -41,6 +41,38 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
     }
   }
   plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity();
+  const ReasoningBudget& budget = request.reasoning_budget;
+  if (budget.active()) {
+    in_reasoning_ = budget.starts_in_reasoning;
+    if (in_reasoning_ && budget.max_tokens == 0) forcing_ = 0;
+  }
+}
+
+std::optional<std::int32_t> Generation::forced_token() const {
+  const std::vector<std::int32_t>& close = request_.reasoning_budget.close_tokens;
+  if (forcing_ >= close.size()) return std::nullopt;
+  return close[forcing_];
+}
+
+void Generation::track_reasoning(std::int32_t token) {
+  const ReasoningBudget& budget = request_.reasoning_budget;
+  if (!budget.active()) return;
+  if (forcing_ != kNotForcing) {
+    if (++forcing_ < budget.close_tokens.size()) return;
+    forcing_ = kNotForcing;
+    in_reasoning_ = false;
+    return;
+  }
+  if (token == budget.close_token) {
+    in_reasoning_ = false;
+    return;
+  }
+  if (token == budget.open_token) {
+    in_reasoning_ = true;
+  } else if (in_reasoning_) {
+    ++reasoning_tokens_;
+  }
+  if (in_reasoning_ && reasoning_tokens_ >= budget.max_tokens) forcing_ = 0;
 }
 
 bool Generation::is_stop_token(std::int32_t token) const {
@@ -70,12 +102,14 @@ float Generation::inverse_temperature() const {
 std::optional<std::int32_t> Generation::choose(const LogitCandidates& row,
                                                SamplerScratch& candidates,
                                                std::int32_t num_generated) {
+  if (const std::optional<std::int32_t> forced = forced_token()) return forced;
   if (!processor_.is_identity() || suppressing(num_generated)) return std::nullopt;
   return sampler_.sample(row, candidates);
 }
 
 std::int32_t Generation::choose(std::span<const float> logits, std::span<float> scratch,
                                 SamplerScratch& candidates, std::int32_t num_generated) {
+  if (const std::optional<std::int32_t> forced = forced_token()) return *forced;
   const bool suppress = suppressing(num_generated);
   if (plain_greedy_ && !suppress) return argmax(logits);
   const std::span<float> row = scratch.first(logits.size());
@@ -109,6 +143,7 @@ bool Generation::describe(std::int32_t token, const LogitCandidates& row,
 void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
                                 RequestEvent& event) {
   processor_.accept(token);
+  track_reasoning(token);
   event.index = index_;
   event.token = token;
   const StopCondition& stop = request_.stop;

@@ -61,6 +61,9 @@ class Generation {
   bool wants_logprobs() const;
   // describe() past the logprobs.
   void describe_token(std::int32_t token, std::int32_t num_generated, RequestEvent& event);
+  // The reasoning budget: the token to force next, if any, and the count after each token.
+  std::optional<std::int32_t> forced_token() const;
+  void track_reasoning(std::int32_t token);
 
   const Request& request_;
   std::int32_t index_;
@@ -72,6 +75,10 @@ class Generation {
   StopChecker stop_checker_;
   std::vector<std::int32_t> suppressed_;  // until min_tokens: EOS and stop token ids
   bool plain_greedy_;                     // argmax of the raw row will do
+  bool in_reasoning_ = false;
+  std::int32_t reasoning_tokens_ = 0;
+  std::size_t forcing_ = kNotForcing;  // the next of the budget's close_tokens to force
+  static constexpr std::size_t kNotForcing = static_cast<std::size_t>(-1);
 };
 
 }  // namespace tern::engine

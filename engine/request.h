@@ -34,6 +34,20 @@ enum class SlowConsumerPolicy {
   cancel,  // finish it as cancelled, with the message "slow_consumer"
 };
 
+// A cap on how long a reasoning model thinks (OpenAI's reasoning_effort, Anthropic's
+// thinking.budget_tokens): once `max_tokens` tokens of reasoning are out, `close_tokens` (the
+// close marker `close_token` as the chat template writes it, newlines around it) are forced,
+// and the answer follows. Reasoning is tracked by the markers' own token ids.
+struct ReasoningBudget {
+  std::int32_t max_tokens = -1;      // -1: no cap
+  bool starts_in_reasoning = false;  // the prompt ends in the open marker
+  std::int32_t open_token = -1;      // `<think>`; -1 when it is not one token
+  std::int32_t close_token = -1;     // `</think>`
+  std::vector<std::int32_t> close_tokens;
+
+  bool active() const { return max_tokens >= 0 && close_token >= 0 && !close_tokens.empty(); }
+};
+
 // One generation request, tokenized. `n` samples share the prompt's KV blocks.
 struct Request {
   std::vector<std::int32_t> prompt_ids;
@@ -41,6 +55,10 @@ struct Request {
   StopCondition stop;
   std::int32_t n = 1;
   bool skip_special_tokens = true;
+  // Special tokens written into the text even with skip_special_tokens (sorted): the markers
+  // the service's output parser reads, whatever the client asked.
+  std::vector<std::int32_t> kept_special_tokens;
+  ReasoningBudget reasoning_budget;
   SlowConsumerPolicy slow_consumer = SlowConsumerPolicy::pause;
   std::size_t channel_capacity = 0;  // events; 0 takes EngineOptions::event_channel_capacity
 };

@@ -63,8 +63,12 @@ struct ModelSpec {
   KvCacheType kv_cache_type = KvCacheType::f16;
   bool enable_prefix_caching = true;
   std::string chat_template;  // a Jinja file replacing the model's own; empty for none
-  bool required = false;      // a failed load fails the whole registry
-  std::string note;           // shown to clients, e.g. that a demo model's text is random
+  // Output parsers (engine/chat/output_parser.h) by vLLM's names; empty: what the chat template
+  // implies; "none": off.
+  std::string tool_parser;
+  std::string reasoning_parser;
+  bool required = false;  // a failed load fails the whole registry
+  std::string note;       // shown to clients, e.g. that a demo model's text is random
   ModelSamplingDefaults sampling;
 };
 

@@ -29,7 +29,17 @@ ApiKeys::Verdict ApiKeys::check(std::string_view authorization) const {
                               : kScheme[i];
     if (lower != expected) return Verdict::missing;
   }
-  std::string_view key = authorization.substr(kScheme.size());
+  return check_key(authorization.substr(kScheme.size()));
+}
+
+ApiKeys::Verdict ApiKeys::check(std::string_view authorization, std::string_view x_api_key) const {
+  const Verdict bearer = check(authorization);
+  if (bearer != Verdict::missing || x_api_key.empty()) return bearer;
+  return check_key(x_api_key);
+}
+
+ApiKeys::Verdict ApiKeys::check_key(std::string_view key) const {
+  if (!enabled()) return Verdict::allowed;
   while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
   while (!key.empty() && key.back() == ' ') key.remove_suffix(1);
   if (key.empty()) return Verdict::missing;

@@ -6,8 +6,9 @@
 
 namespace tern::service {
 
-// Checks `Authorization: Bearer KEY` against the configured keys. The comparison takes the same
-// time whichever key matches and wherever a wrong key differs, so timing reveals nothing.
+// Checks `Authorization: Bearer KEY`, or Anthropic's `x-api-key: KEY`, against the configured keys.
+// The comparison takes the same time whichever key matches and wherever a wrong key differs, so
+// timing reveals nothing.
 class ApiKeys {
  public:
   explicit ApiKeys(std::vector<std::string> keys) : keys_(std::move(keys)) {}
@@ -21,11 +22,15 @@ class ApiKeys {
   // `authorization` is the header's whole value. No Bearer key in it (no header, another
   // scheme, an empty key) is `missing`.
   Verdict check(std::string_view authorization) const;
+  // Either header may carry the key (Anthropic's SDKs send x-api-key); a Bearer key wins.
+  Verdict check(std::string_view authorization, std::string_view x_api_key) const;
   bool allows(std::string_view authorization) const {
     return check(authorization) == Verdict::allowed;
   }
 
  private:
+  Verdict check_key(std::string_view key) const;
+
   std::vector<std::string> keys_;
 };
 

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "engine/backend/backend_spec.h"
+#include "engine/chat/output_parser.h"
 #include "service/byte_size.h"
 #include "service/host_address.h"
 
@@ -447,6 +448,8 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
                  "kv_cache_dtype",
                  "enable_prefix_caching",
                  "chat_template",
+                 "tool_parser",
+                 "reasoning_parser",
                  "required",
                  "sampling"});
   ModelConfig model;
@@ -536,6 +539,16 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       model.enable_prefix_caching = r.boolean(value, path);
     } else if (key == "chat_template") {
       model.chat_template = r.string(value, path);
+    } else if (key == "tool_parser") {
+      model.tool_parser = r.string(value, path);
+      if (!engine::chat::known_tool_parser(model.tool_parser)) {
+        r.fail(value, path, "must be hermes, llama3_json, mistral, deepseek_v3 or none");
+      }
+    } else if (key == "reasoning_parser") {
+      model.reasoning_parser = r.string(value, path);
+      if (!engine::chat::known_reasoning_parser(model.reasoning_parser)) {
+        r.fail(value, path, "must be qwen3, deepseek_r1 or none");
+      }
     } else if (key == "required") {
       model.required = r.boolean(value, path);
     } else if (key == "sampling") {
@@ -702,6 +715,10 @@ std::string dump_config(const Config& config) {
     out << YAML::Key << "kv_cache_dtype" << YAML::Value << m.kv_cache_dtype;
     out << YAML::Key << "enable_prefix_caching" << YAML::Value << m.enable_prefix_caching;
     out << YAML::Key << "chat_template" << YAML::Value << m.chat_template;
+    if (!m.tool_parser.empty()) out << YAML::Key << "tool_parser" << YAML::Value << m.tool_parser;
+    if (!m.reasoning_parser.empty()) {
+      out << YAML::Key << "reasoning_parser" << YAML::Value << m.reasoning_parser;
+    }
     out << YAML::Key << "required" << YAML::Value << m.required;
     out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
     const SamplingDefaults& d = m.sampling;

@@ -90,7 +90,10 @@ struct ModelConfig {
   std::string kv_cache_dtype = "f16";  // f16 | bf16 | f32
   bool enable_prefix_caching = true;
   std::string chat_template;  // a file path; empty means the model's own template
-  bool required = false;      // a load failure stops the server instead of only this model
+  // Output parsers by vLLM's names; empty: the ones the chat template implies; "none": off.
+  std::string tool_parser;
+  std::string reasoning_parser;
+  bool required = false;  // a load failure stops the server instead of only this model
   SamplingDefaults sampling;
 };
 

@@ -28,6 +28,7 @@ class EngineGenerationStream final : public GenerationStream {
     bool logprobs = false;
     std::string model_name;                    // for error messages
     std::string_view prompt_param = "prompt";  // what the request calls its prompt
+    int prompt_tokens = 0;                     // of every part together
   };
 
   // `tokenizer` spells out logprob tokens and must outlive the stream.
@@ -39,6 +40,7 @@ class EngineGenerationStream final : public GenerationStream {
   bool arm(engine::ChannelWaker& waker) override;
   bool disarm() override;
   void cancel() override;
+  int prompt_tokens() const override { return options_.prompt_tokens; }
 
  private:
   void start_part();

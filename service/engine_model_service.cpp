@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "service/chat_output_parsers.h"
 #include "service/chat_prompt.h"
 #include "service/engine_generation_stream.h"
 #include "service/engine_request_builder.h"
@@ -125,9 +126,16 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   if (!prompt) return prompt.error();
   // The template already wrote BOS and friends; vLLM tokenizes with add_special_tokens=False.
   std::vector<std::int32_t> ids = model.tokenizer->encode(*prompt, false);
+  const int prompt_tokens = static_cast<int>(ids.size());
   const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
   auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
   if (!built) return built.error();
+  OutputParserSpec parsers = output_parsers_for(model, request, *prompt);
+  if (parsers.active()) {
+    built->kept_special_tokens = parser_marker_tokens(*model.tokenizer, parsers);
+    built->reasoning_budget =
+        reasoning_budget_for(*model.tokenizer, parsers, request.reasoning_budget_tokens);
+  }
   const int choices = built->n;
   std::vector<engine::Request> requests;
   requests.push_back(std::move(*built));
@@ -136,9 +144,13 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   model_id = request.model.empty() ? model.spec.name : request.model;
   std::vector<EngineGenerationStream::Part> parts;
   parts.push_back({std::move(handles->front()), 0, choices, {}, false});
-  return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
+  auto stream = std::make_unique<EngineGenerationStream>(
       *model.tokenizer, std::move(parts),
-      EngineGenerationStream::Options{request.logprobs, model.spec.name, shape.prompt_param}));
+      EngineGenerationStream::Options{request.logprobs, model.spec.name, shape.prompt_param,
+                                      prompt_tokens});
+  if (!parsers.active()) return std::unique_ptr<GenerationStream>(std::move(stream));
+  return std::unique_ptr<GenerationStream>(
+      std::make_unique<ParsingGenerationStream>(std::move(stream), std::move(parsers)));
 }
 
 openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_completion(
@@ -169,6 +181,10 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
     requests.push_back(std::move(*built));
   }
   const int choices = request.sampling.n;
+  int prompt_tokens = 0;
+  for (const engine::Request& queued : requests) {
+    prompt_tokens += static_cast<int>(queued.prompt_ids.size());
+  }
   auto handles = submit_to_engine(model, std::move(requests), request.client, shape.prompt_param);
   if (!handles) return handles.error();
   std::vector<EngineGenerationStream::Part> parts;
@@ -182,7 +198,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   return std::unique_ptr<GenerationStream>(std::make_unique<EngineGenerationStream>(
       *model.tokenizer, std::move(parts),
       EngineGenerationStream::Options{request.logprobs.has_value(), model.spec.name,
-                                      shape.prompt_param}));
+                                      shape.prompt_param, prompt_tokens}));
 }
 
 openai::ApiResult<TokenizeResult> EngineModelService::tokenize(

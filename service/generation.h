@@ -33,6 +33,15 @@ struct Usage {
   int cached_tokens = 0;  // prompt tokens served from the prefix cache
 };
 
+// A tool call found in the output (engine/chat/output_parser.h), whole. Each API writes `id`
+// behind its own prefix (call_, toolu_, fc_).
+struct ToolCallOutput {
+  int index = 0;   // the call's number within its choice, from 0
+  std::string id;  // unique within the process, letters and digits
+  std::string name;
+  std::string arguments;  // a JSON object's text
+};
+
 struct GenerationEvent {
   enum class Kind {
     delta,   // new text for choice `index`
@@ -42,7 +51,12 @@ struct GenerationEvent {
   };
   Kind kind = Kind::delta;
   int index = 0;
+  // With an output parser (tools or reasoning), `reasoning` comes first, then `text` (the
+  // answer's content), then `tool_calls`; an event never holds text that followed a call, so
+  // parts keep their order across events. Without one, everything is `text`.
+  std::string reasoning;
   std::string text;
+  std::vector<ToolCallOutput> tool_calls;
   std::vector<TokenLogprob> logprobs;  // one per token in `text`, when logprobs were requested
   FinishReason finish_reason = FinishReason::stop;
   Usage usage;
@@ -70,6 +84,10 @@ class GenerationStream {
   // KV blocks. Events may still arrive afterwards and are ignored. Destroying a stream that has
   // not delivered `done` or `error` cancels it too.
   virtual void cancel() = 0;
+
+  // The prompt's length in tokens, as tokenized before the request was queued (Anthropic's
+  // message_start reports it before any output); 0 when unknown.
+  virtual int prompt_tokens() const { return 0; }
 };
 
 }  // namespace tern::service

@@ -9,6 +9,10 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "service/anthropic/messages_error.h"
+#include "service/anthropic/messages_request.h"
+#include "service/anthropic/messages_response.h"
+#include "service/anthropic/messages_stream_encoder.h"
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
@@ -36,6 +40,8 @@ bool served_on_streams(const Request& request) {
     case Endpoint::completions:
     case Endpoint::tokenize:
     case Endpoint::detokenize:
+    case Endpoint::messages:
+    case Endpoint::messages_count_tokens:
       return true;
     default:
       return false;
@@ -94,10 +100,20 @@ awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core, 
       use_awaitable);
 }
 
+// Anthropic's clients read errors in Anthropic's shape; everyone else gets OpenAI's.
+ErrorEncoder error_encoder_for(Endpoint endpoint) {
+  const bool is_anthropic =
+      endpoint == Endpoint::messages || endpoint == Endpoint::messages_count_tokens;
+  return is_anthropic ? &anthropic::error_body : &openai::encode_error;
+}
+
 // Who asks, for the per-client share of a model's waiting queue: the API key when keys are set
 // (an address may front many users behind one proxy), else the peer's address.
 std::string client_of(const ServerCore& core, beast::tcp_stream& stream, const Request& request) {
-  if (core.keys.enabled()) return std::string(request[http::field::authorization]);
+  if (core.keys.enabled()) {
+    const auto authorization = request[http::field::authorization];
+    return std::string(authorization.empty() ? request["x-api-key"] : authorization);
+  }
   boost::system::error_code ec;
   const tcp::endpoint peer = stream.socket().remote_endpoint(ec);
   return ec ? std::string() : peer.address().to_string();
@@ -153,6 +169,16 @@ awaitable<Reply> detokenize(ServerCore& core, const Request& request, const Rout
   co_return Reply::json(openai::encode_detokenize(result->value()));
 }
 
+// Anthropic's count_tokens: the prompt rendered and tokenized as start_chat would, so the count
+// equals the same request's input_tokens plus cache_read_input_tokens.
+awaitable<Reply> count_message_tokens(ServerCore& core, const Request& request, const RouteMatch&) {
+  auto parsed = anthropic::parse_count_tokens_request(request.body());
+  if (!parsed) co_return Reply::error(parsed.error(), true, &anthropic::error_body);
+  auto result = co_await on_pool(core, [&] { return core.models.tokenize(*parsed); });
+  if (!*result) co_return Reply::error(result->error(), true, &anthropic::error_body);
+  co_return Reply::json(anthropic::encode_count_tokens(result->value().tokens.size()));
+}
+
 // --- generation: one piece of code over the request type ----------------------------------------
 
 struct ChatEndpoint {
@@ -192,18 +218,43 @@ struct CompletionEndpoint {
   }
 };
 
+// Anthropic's Messages door over the same chat path; only parsing and encoding differ.
+struct AnthropicMessagesEndpoint {
+  using Parsed = openai::ChatCompletionRequest;
+  static constexpr std::string_view kIdPrefix = "msg";
+  static auto parse(std::string_view body) { return anthropic::parse_messages_request(body); }
+  static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
+    return models.start_chat(parsed, model_id);
+  }
+  static anthropic::MessagesStreamEncoder chunk_encoder(openai::ResponseMeta meta, const Parsed&) {
+    meta.id = anthropic::message_id(meta.id);
+    return anthropic::MessagesStreamEncoder(std::move(meta));
+  }
+  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed&) {
+    meta.id = anthropic::message_id(meta.id);
+    return [meta = std::move(meta)](const std::vector<openai::ChoiceOutput>& choices,
+                                    const Usage& usage) {
+      return anthropic::encode_message(meta, choices, usage);
+    };
+  }
+};
+
 template <typename Kind>
 awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                          const Request& request, RequestRecord& record) {
+  const ErrorEncoder encode_error = error_encoder_for(record.endpoint);
   auto parsed = Kind::parse(request.body());
-  if (!parsed)
-    co_return co_await send_reply(core, stream, request, record, Reply::error(parsed.error()));
+  if (!parsed) {
+    co_return co_await send_reply(core, stream, request, record,
+                                  Reply::error(parsed.error(), true, encode_error));
+  }
   parsed->client = client_of(core, stream, request);
   std::string model_id;
   auto started =
       co_await on_pool(core, [&] { return Kind::start(core.models, *parsed, model_id); });
   if (!*started) {
-    co_return co_await send_reply(core, stream, request, record, Reply::error(started->error()));
+    co_return co_await send_reply(core, stream, request, record,
+                                  Reply::error(started->error(), true, encode_error));
   }
   record.model = model_id;
   openai::ResponseMeta meta{openai::make_response_id(Kind::kIdPrefix), unix_now(), model_id};
@@ -212,8 +263,9 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
     auto encoder = Kind::chunk_encoder(std::move(meta), *parsed);
     co_return co_await stream_events(core, stream, buffer, request, record, *generation, encoder);
   }
-  std::optional<Reply> reply = co_await collect_events(
-      core, stream, buffer, record, *generation, Kind::body_encoder(std::move(meta), *parsed));
+  std::optional<Reply> reply =
+      co_await collect_events(core, stream, buffer, record, *generation,
+                              Kind::body_encoder(std::move(meta), *parsed), encode_error);
   if (!reply) co_return false;
   co_return co_await send_reply(core, stream, request, record, std::move(*reply));
 }
@@ -231,7 +283,7 @@ struct Handler {
   StreamHandler stream;
 };
 
-constexpr std::array<Handler, 9> kHandlers{{
+constexpr std::array<Handler, 11> kHandlers{{
     {Endpoint::health, &health, nullptr},
     {Endpoint::ready, &ready, nullptr},
     {Endpoint::metrics, &metrics_text, nullptr},
@@ -241,6 +293,8 @@ constexpr std::array<Handler, 9> kHandlers{{
     {Endpoint::detokenize, &detokenize, nullptr},
     {Endpoint::chat_completions, nullptr, &generate<ChatEndpoint>},
     {Endpoint::completions, nullptr, &generate<CompletionEndpoint>},
+    {Endpoint::messages, nullptr, &generate<AnthropicMessagesEndpoint>},
+    {Endpoint::messages_count_tokens, &count_message_tokens, nullptr},
 }};
 
 const Handler* handler_for(Endpoint endpoint) {
@@ -252,9 +306,8 @@ const Handler* handler_for(Endpoint endpoint) {
 
 }  // namespace
 
-Reply Reply::error(const openai::ApiError& error, bool keep_alive) {
-  return Reply{error.status, openai::encode_error(error), "application/json", error.retry_after_s,
-               keep_alive};
+Reply Reply::error(const openai::ApiError& error, bool keep_alive, ErrorEncoder encode) {
+  return Reply{error.status, encode(error), "application/json", error.retry_after_s, keep_alive};
 }
 
 awaitable<bool> send_reply(ServerCore& core, beast::tcp_stream& stream, const Request& request,
@@ -279,14 +332,17 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
     co_return co_await send_reply(core, stream, request, record, Reply::error(route.error()));
   record.endpoint = route->endpoint;
   record.routed = true;
+  const ErrorEncoder encode_error = error_encoder_for(route->endpoint);
   if (core.keys.enabled() && (!route->operational || core.config.protect_operational_endpoints)) {
-    const ApiKeys::Verdict verdict = core.keys.check(request[http::field::authorization]);
+    const ApiKeys::Verdict verdict =
+        core.keys.check(request[http::field::authorization], request["x-api-key"]);
     if (verdict != ApiKeys::Verdict::allowed) {
       // A named local: GCC mishandles a ?: temporary that lives across a co_await.
       const openai::ApiError error = verdict == ApiKeys::Verdict::missing
                                          ? openai::missing_api_key()
                                          : openai::invalid_api_key();
-      co_return co_await send_reply(core, stream, request, record, Reply::error(error));
+      co_return co_await send_reply(core, stream, request, record,
+                                    Reply::error(error, true, encode_error));
     }
   }
   // Only JSON bodies: this also shuts the browser's cross-site form post out.
@@ -294,7 +350,8 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
       !is_json_content_type(request[http::field::content_type])) {
     const openai::ApiError error =
         openai::unsupported_media_type(request[http::field::content_type]);
-    co_return co_await send_reply(core, stream, request, record, Reply::error(error));
+    co_return co_await send_reply(core, stream, request, record,
+                                  Reply::error(error, true, encode_error));
   }
   const Handler* handler = handler_for(route->endpoint);
   if (handler == nullptr) co_return false;

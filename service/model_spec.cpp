@@ -42,6 +42,8 @@ engine::ModelSpec to_model_spec(const ModelConfig& config,
   spec.kv_cache_type = kv_cache_type(config.kv_cache_dtype);
   spec.enable_prefix_caching = config.enable_prefix_caching;
   spec.chat_template = config.chat_template;
+  spec.tool_parser = config.tool_parser;
+  spec.reasoning_parser = config.reasoning_parser;
   spec.required = config.required;
   const SamplingDefaults& sampling = config.sampling;
   spec.sampling.temperature = sampling.temperature;

@@ -13,7 +13,7 @@ struct Route {
   bool operational;
 };
 
-constexpr std::array<Route, 9> kRoutes{{
+constexpr std::array<Route, 11> kRoutes{{
     {"GET", "/health", Endpoint::health, true},
     {"GET", "/ready", Endpoint::ready, true},
     {"GET", "/metrics", Endpoint::metrics, true},
@@ -23,6 +23,8 @@ constexpr std::array<Route, 9> kRoutes{{
     {"POST", "/v1/completions", Endpoint::completions, false},
     {"POST", "/tokenize", Endpoint::tokenize, false},
     {"POST", "/detokenize", Endpoint::detokenize, false},
+    {"POST", "/v1/messages", Endpoint::messages, false},
+    {"POST", "/v1/messages/count_tokens", Endpoint::messages_count_tokens, false},
 }};
 
 int hex_value(char c) {

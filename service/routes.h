@@ -17,6 +17,8 @@ enum class Endpoint {
   completions,
   tokenize,
   detokenize,
+  messages,               // Anthropic's /v1/messages
+  messages_count_tokens,  // Anthropic's /v1/messages/count_tokens
 };
 
 struct RouteMatch {

@@ -71,6 +71,10 @@ struct RequestRecord {
   std::string_view reason;  // why the server ended a response early: slow_client, drain_timeout
 };
 
+// An error body in one API's shape: openai::encode_error, or anthropic::error_body on the
+// Anthropic endpoints.
+using ErrorEncoder = std::string (*)(const openai::ApiError&);
+
 // A complete, non-streamed answer, as handlers return it; the session writes it.
 struct Reply {
   int status = 200;
@@ -80,7 +84,8 @@ struct Reply {
   bool keep_alive = true;
 
   static Reply json(std::string body, int status = 200) { return Reply{status, std::move(body)}; }
-  static Reply error(const openai::ApiError& error, bool keep_alive = true);
+  static Reply error(const openai::ApiError& error, bool keep_alive = true,
+                     ErrorEncoder encode = &openai::encode_error);
 };
 
 struct Generation;  // stream_writer.cpp
@@ -174,7 +179,8 @@ using EncodeChoices =
     std::function<std::string(const std::vector<openai::ChoiceOutput>&, const Usage&)>;
 awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stream& stream,
                                                beast::flat_buffer& buffer, RequestRecord& record,
-                                               GenerationStream& source, EncodeChoices encode);
+                                               GenerationStream& source, EncodeChoices encode,
+                                               ErrorEncoder encode_error = &openai::encode_error);
 
 // The drain timeout ran out: every open generation ends with an error event. Returns how many.
 std::size_t cut_open_generations(ServerCore& core);

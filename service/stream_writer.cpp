@@ -133,6 +133,11 @@ struct Generation {
 
 namespace {
 
+bool has_output(const GenerationEvent& event) {
+  return !event.text.empty() || !event.reasoning.empty() || !event.tool_calls.empty() ||
+         !event.logprobs.empty();
+}
+
 // Lists a generation in open_generations for as long as it lives. One that starts after the
 // drain timeout (its request was still being prepared) is cut from the start.
 struct OpenGeneration {
@@ -212,7 +217,7 @@ awaitable<void> pump(Generation& generation, OnEvent on_event, bool streaming) {
 // Sends what the pump queued, as HTTP chunks; a comment line keeps an idle stream (a long
 // prefill) alive. Returns when everything up to [DONE] is out, or when a write fails.
 awaitable<void> write_events(const ServerConfig& config, beast::tcp_stream& stream,
-                             Generation& generation, bool chunked) {
+                             Generation& generation, openai::ChunkEncoder& encoder, bool chunked) {
   auto last_write = Clock::now();
   const auto keepalive = seconds(config.timeouts.sse_keepalive_s);
   for (;;) {
@@ -253,7 +258,7 @@ awaitable<void> write_events(const ServerConfig& config, beast::tcp_stream& stre
     auto [ec] = co_await generation.writer_signal.async_wait(kUseTuple);
     if (cancelled(co_await asio::this_coro::cancellation_state)) co_return;
     if (!ec) {
-      append_sse_comment(generation.buffer.queue(), "keepalive");
+      encoder.keepalive(generation.buffer.queue());
       generation.buffer.appended(Clock::now());
       generation.account_buffer();
     }
@@ -338,17 +343,19 @@ awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
     finish_generation(core, generation, record);
     co_return false;
   }
+  encoder.start(generation.buffer.queue(), source.prompt_tokens());
+  generation.buffer.appended(Clock::now());
   auto on_event = [&](GenerationEvent& event) {
     std::string& out = generation.buffer.queue();
     switch (event.kind) {
       case GenerationEvent::Kind::delta:
         generation.saw_tokens(Clock::now());
-        encoder.delta(out, event.index, event.text, event.logprobs);
+        encoder.delta(out, event);
         break;
       case GenerationEvent::Kind::finish:
-        if (!event.text.empty() || !event.logprobs.empty()) {
+        if (has_output(event)) {
           generation.saw_tokens(Clock::now());
-          encoder.delta(out, event.index, event.text, event.logprobs);
+          encoder.delta(out, event);
         }
         encoder.finish(out, event.index, event.finish_reason);
         break;
@@ -358,15 +365,15 @@ awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
         generation.finished = true;
         break;
       case GenerationEvent::Kind::error:
-        // Headers are out; the error travels as an event, as vLLM sends it.
-        append_sse_data(out, openai::encode_error(event.error));
-        out += kSseDone;
+        // Headers are out; the error travels as an event in the API's shape.
+        encoder.error(out, event.error);
         generation.error = event.error;
         generation.finished = true;
         break;
     }
   };
-  co_await (write_events(config, stream, generation, chunked) || pump(generation, on_event, true) ||
+  co_await (write_events(config, stream, generation, encoder, chunked) ||
+            pump(generation, on_event, true) ||
             watch_disconnect(config, stream, buffer, generation));
   finish_generation(core, generation, record);
   const bool clean = generation.finished && !generation.dropped && !generation.client_gone &&
@@ -376,7 +383,8 @@ awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
 
 awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stream& stream,
                                                beast::flat_buffer& buffer, RequestRecord& record,
-                                               GenerationStream& source, EncodeChoices encode) {
+                                               GenerationStream& source, EncodeChoices encode,
+                                               ErrorEncoder encode_error) {
   const auto executor = co_await asio::this_coro::executor;
   Generation generation(source, executor, core.config, core.metrics,
                         core.metrics.histograms(record.model), record.start);
@@ -391,12 +399,14 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
     switch (event.kind) {
       case GenerationEvent::Kind::delta:
       case GenerationEvent::Kind::finish: {
-        if (!event.text.empty()) generation.saw_tokens(Clock::now());
+        if (has_output(event)) generation.saw_tokens(Clock::now());
         openai::ChoiceOutput& output = choice(event.index);
         if (output.logprobs.empty() && !event.logprobs.empty()) {
           output.logprobs_text_offset = output.text.size();
         }
+        output.reasoning += event.reasoning;
         output.text += event.text;
+        for (ToolCallOutput& call : event.tool_calls) output.tool_calls.push_back(std::move(call));
         for (TokenLogprob& token : event.logprobs) output.logprobs.push_back(std::move(token));
         if (event.kind == GenerationEvent::Kind::finish) {
           output.finish_reason = event.finish_reason;
@@ -417,7 +427,7 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
             watch_disconnect(core.config, stream, buffer, generation));
   finish_generation(core, generation, record);
   if (generation.client_gone || !generation.finished) co_return std::nullopt;
-  if (generation.error) co_return Reply::error(*generation.error);
+  if (generation.error) co_return Reply::error(*generation.error, true, encode_error);
   co_return Reply::json(encode(choices, generation.usage));
 }
 

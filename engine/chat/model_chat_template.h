@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "engine/chat/chat_template.h"
+#include "engine/chat/output_parser.h"
 #include "engine/chat/value.h"
 #include "engine/expected.h"
 
@@ -29,6 +30,9 @@ class ModelChatTemplate {
   // False when the template never reads `tools`: a request's tools would silently vanish from
   // the prompt, so the service refuses them instead. The fallback renders them.
   bool renders_tools() const { return renders_tools_; }
+  // The output parsers (vLLM's names) the template's own text implies; empty for none.
+  const std::string& tool_call_parser() const { return tool_call_parser_; }
+  const std::string& reasoning_parser() const { return reasoning_parser_; }
 
  private:
   ModelChatTemplate(chat::ChatTemplate compiled, std::string bos, std::string eos, bool fallback)
@@ -36,13 +40,17 @@ class ModelChatTemplate {
         bos_token_(std::move(bos)),
         eos_token_(std::move(eos)),
         is_fallback_(fallback),
-        renders_tools_(template_.reads_variable("tools")) {}
+        renders_tools_(template_.reads_variable("tools")),
+        tool_call_parser_(chat::tool_call_parser_for_template(template_.source())),
+        reasoning_parser_(chat::reasoning_parser_for_template(template_.source())) {}
 
   chat::ChatTemplate template_;
   std::string bos_token_;
   std::string eos_token_;
   bool is_fallback_;
   bool renders_tools_;
+  std::string tool_call_parser_;
+  std::string reasoning_parser_;
 };
 
 }  // namespace tern::engine

@@ -38,6 +38,9 @@ struct ChatCompletionRequest {
   std::string tools_json;
   std::string tool_choice_json;
   std::string chat_template_kwargs_json;
+  // The most tokens a reasoning model may think for before tern closes its reasoning:
+  // reasoning_effort here, Anthropic's thinking.budget_tokens. Unset: no cap.
+  std::optional<int> reasoning_budget_tokens;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   // Not from the body: who is asking (the API key, or the address without keys), for the

@@ -11,6 +11,15 @@ void write_bytes(JsonWriter& json, std::string_view token) {
 
 }  // namespace
 
+void write_tool_call(JsonWriter& json, const ToolCallOutput& call, bool with_arguments) {
+  std::string id = "call_";
+  id += call.id;
+  json.begin_object().field("id", id).field("type", "function");
+  json.key("function").begin_object().field("name", call.name);
+  json.field("arguments", with_arguments ? std::string_view(call.arguments) : "");
+  json.end_object().end_object();
+}
+
 void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs) {
   json.begin_object().key("content").begin_array();
   for (const TokenLogprob& token : logprobs) {
@@ -43,7 +52,19 @@ std::string encode_chat_completion(const ResponseMeta& meta,
   int index = 0;
   for (const ChoiceOutput& choice : choices) {
     json.begin_object().field("index", index++);
-    json.key("message").begin_object().field("role", "assistant").field("content", choice.text);
+    json.key("message").begin_object().field("role", "assistant");
+    // OpenAI's content is null for a turn that only calls tools.
+    if (choice.text.empty() && !choice.tool_calls.empty()) {
+      json.null_field("content");
+    } else {
+      json.field("content", choice.text);
+    }
+    if (!choice.reasoning.empty()) json.field("reasoning_content", choice.reasoning);
+    if (!choice.tool_calls.empty()) {
+      json.key("tool_calls").begin_array();
+      for (const ToolCallOutput& call : choice.tool_calls) write_tool_call(json, call, true);
+      json.end_array();
+    }
     json.end_object();
     json.key("logprobs");
     if (with_logprobs) {
@@ -90,22 +111,56 @@ void ChatChunkEncoder::role_if_first(std::string& out, int index) {
   end_chunk(out, json);
 }
 
-void ChatChunkEncoder::delta(std::string& out, int index, std::string_view text,
-                             const std::vector<TokenLogprob>& logprobs) {
+void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
+  const int index = event.index;
   role_if_first(out, index);
-  if (text.empty() && logprobs.empty()) return;
-  JsonWriter json(out);
-  begin_chunk(out, json);
-  json.begin_object().field("index", index);
-  json.key("delta").begin_object().field("content", text).end_object();
-  json.key("logprobs");
-  if (with_logprobs_) {
-    write_chat_logprobs(json, logprobs);
-  } else {
-    json.null();
+  if (!event.reasoning.empty()) {
+    JsonWriter json(out);
+    begin_chunk(out, json);
+    json.begin_object().field("index", index);
+    json.key("delta").begin_object().field("reasoning_content", event.reasoning).end_object();
+    json.null_field("logprobs").null_field("finish_reason").end_object();
+    end_chunk(out, json);
   }
-  json.null_field("finish_reason").end_object();
-  end_chunk(out, json);
+  if (!event.text.empty() || !event.logprobs.empty()) {
+    JsonWriter json(out);
+    begin_chunk(out, json);
+    json.begin_object().field("index", index);
+    json.key("delta").begin_object().field("content", event.text).end_object();
+    json.key("logprobs");
+    if (with_logprobs_) {
+      write_chat_logprobs(json, event.logprobs);
+    } else {
+      json.null();
+    }
+    json.null_field("finish_reason").end_object();
+    end_chunk(out, json);
+  }
+  // Each call as the SDKs' accumulators expect: index, id, type and name with empty arguments
+  // first, then the arguments; a call is reported only once whole (engine/chat/output_parser.h).
+  for (const ToolCallOutput& call : event.tool_calls) {
+    for (const bool arguments : {false, true}) {
+      JsonWriter json(out);
+      begin_chunk(out, json);
+      json.begin_object().field("index", index);
+      json.key("delta").begin_object().key("tool_calls").begin_array();
+      if (arguments) {
+        json.begin_object().field("index", call.index);
+        json.key("function").begin_object().field("arguments", call.arguments).end_object();
+        json.end_object();
+      } else {
+        json.begin_object().field("index", call.index);
+        std::string id = "call_";
+        id += call.id;
+        json.field("id", id).field("type", "function");
+        json.key("function").begin_object().field("name", call.name).field("arguments", "");
+        json.end_object().end_object();
+      }
+      json.end_array().end_object();
+      json.null_field("logprobs").null_field("finish_reason").end_object();
+      end_chunk(out, json);
+    }
+  }
 }
 
 void ChatChunkEncoder::finish(std::string& out, int index, FinishReason reason) {

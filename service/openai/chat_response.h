@@ -20,8 +20,7 @@ class ChatChunkEncoder final : public ChunkEncoder {
   ChatChunkEncoder(ResponseMeta meta, bool include_usage, bool with_logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), with_logprobs_(with_logprobs) {}
 
-  void delta(std::string& out, int index, std::string_view text,
-             const std::vector<TokenLogprob>& logprobs) override;
+  void delta(std::string& out, const GenerationEvent& event) override;
   void finish(std::string& out, int index, FinishReason reason) override;
   // The usage chunk (only when include_usage) and [DONE].
   void done(std::string& out, const Usage& usage) override;
@@ -36,6 +35,10 @@ class ChatChunkEncoder final : public ChunkEncoder {
   bool with_logprobs_;
   std::vector<bool> role_sent_;
 };
+
+// {"id":"call_...","type":"function","function":{"name","arguments"}}; arguments "" without
+// `with_arguments` (the first fragment of a streamed call).
+void write_tool_call(JsonWriter& json, const ToolCallOutput& call, bool with_arguments);
 
 // {"content":[{"token","logprob","bytes","top_logprobs":[...]}]}
 void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs);

@@ -81,10 +81,9 @@ void CompletionChunkEncoder::chunk(std::string& out, int index, std::string_view
   text_offset_[index] += text.size();
 }
 
-void CompletionChunkEncoder::delta(std::string& out, int index, std::string_view text,
-                                   const std::vector<TokenLogprob>& logprobs) {
-  if (index < 0 || (text.empty() && logprobs.empty())) return;
-  chunk(out, index, text, &logprobs, nullptr);
+void CompletionChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
+  if (event.index < 0 || (event.text.empty() && event.logprobs.empty())) return;
+  chunk(out, event.index, event.text, &event.logprobs, nullptr);
 }
 
 void CompletionChunkEncoder::finish(std::string& out, int index, FinishReason reason) {

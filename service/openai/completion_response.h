@@ -21,8 +21,7 @@ class CompletionChunkEncoder final : public ChunkEncoder {
   CompletionChunkEncoder(ResponseMeta meta, bool include_usage, std::optional<int> logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
-  void delta(std::string& out, int index, std::string_view text,
-             const std::vector<TokenLogprob>& logprobs) override;
+  void delta(std::string& out, const GenerationEvent& event) override;
   void finish(std::string& out, int index, FinishReason reason) override;
   void done(std::string& out, const Usage& usage) override;
 

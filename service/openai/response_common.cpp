@@ -35,6 +35,15 @@ void write_usage(JsonWriter& json, const Usage& usage) {
   json.end_object().end_object();
 }
 
+void ChunkEncoder::error(std::string& out, const ApiError& error) {
+  append_sse_data(out, encode_error(error));
+  out += kSseDone;
+}
+
+void ChunkEncoder::keepalive(std::string& out) {
+  append_sse_comment(out, "keepalive");
+}
+
 std::string make_response_id(std::string_view prefix) {
   // Unique, not secret: a per-thread generator seeded once, mixed with a process counter.
   thread_local std::mt19937_64 generator{

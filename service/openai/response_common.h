@@ -19,7 +19,9 @@ struct ResponseMeta {
 
 // One finished choice of a non-streamed response.
 struct ChoiceOutput {
+  std::string reasoning;  // from an output parser; see GenerationEvent
   std::string text;
+  std::vector<ToolCallOutput> tool_calls;
   std::vector<TokenLogprob> logprobs;
   // Where in `text` the first logprob token starts: after an echoed prompt, its length.
   std::size_t logprobs_text_offset = 0;
@@ -35,16 +37,24 @@ void write_usage(JsonWriter& json, const Usage& usage);
 void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_view object,
                       bool include_usage, const Usage& usage);
 
-// Turns one streamed response's events into SSE chunks: chat.completion.chunk or
-// text_completion. Each call appends whole SSE events to `out`.
+// Turns one streamed response's events into SSE events in its API's shape: OpenAI's
+// chat.completion.chunk or text_completion, Anthropic's message events, ... Each call appends
+// whole SSE events to `out`.
 class ChunkEncoder {
  public:
   virtual ~ChunkEncoder() = default;
-  virtual void delta(std::string& out, int index, std::string_view text,
-                     const std::vector<TokenLogprob>& logprobs) = 0;
+  // Before any event, once the response headers are out; `prompt_tokens` as tokenized.
+  virtual void start(std::string& /*out*/, int /*prompt_tokens*/) {}
+  // A delta or finish event's reasoning, text, tool calls and logprobs (any may be empty).
+  virtual void delta(std::string& out, const GenerationEvent& event) = 0;
   virtual void finish(std::string& out, int index, FinishReason reason) = 0;
-  // The usage chunk (only when the client asked for it) and [DONE].
+  // The end: OpenAI's usage chunk (only when the client asked for it) and [DONE].
   virtual void done(std::string& out, const Usage& usage) = 0;
+  // The request failed after the headers went out. OpenAI's doors send the error object as a
+  // data event, then [DONE], as vLLM does.
+  virtual void error(std::string& out, const ApiError& error);
+  // Nothing to send for sse_keepalive_s (a long prefill): a comment line by default.
+  virtual void keepalive(std::string& out);
 };
 
 // A fresh id such as "chatcmpl-3f9c..." (prefix plus 32 random hex digits).

@@ -37,5 +37,8 @@ inline constexpr int kMaxTokensLimit = 1 << 20;
 inline constexpr int kMaxChoices = 128;
 inline constexpr int kMaxStopSequences = 16;
 inline constexpr int kMaxTopLogprobs = 20;
+// reasoning_effort's budgets of reasoning tokens ("high" has none).
+inline constexpr int kLowReasoningEffortTokens = 1024;
+inline constexpr int kMediumReasoningEffortTokens = 8192;
 
 }  // namespace tern::service::openai

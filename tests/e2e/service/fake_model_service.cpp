@@ -1,5 +1,6 @@
 #include "tests/e2e/service/fake_model_service.h"
 
+#include <algorithm>
 #include <deque>
 #include <utility>
 
@@ -21,6 +22,9 @@ struct FakeModelService::State {
   bool fail = false;
   bool block = false;  // the first try_next() blocks its caller
   bool stop_finish = true;
+  bool think = false;  // the first two tokens are reasoning
+  bool tool = false;   // the last event calls a tool
+  int cached_tokens = 0;
 
   void push(GenerationEvent event) {
     engine::ChannelWaker* to_wake = nullptr;
@@ -77,6 +81,7 @@ class FakeStream final : public GenerationStream {
   void cancel() override {
     if (!state_->cancelled.exchange(true)) cancelled_.fetch_add(1);
   }
+  int prompt_tokens() const override { return state_->prompt_tokens; }
 
  private:
   std::shared_ptr<FakeModelService::State> state_;
@@ -131,6 +136,11 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
   state->prompt_tokens = static_cast<int>(prompt.size());
   state->fail = prompt.find("FAIL") != std::string::npos;
   state->block = prompt.find("BLOCK") != std::string::npos;
+  state->think = prompt.find("THINK") != std::string::npos;
+  state->tool = prompt.find("TOOL") != std::string::npos;
+  if (prompt.find("CACHED") != std::string::npos) {
+    state->cached_tokens = std::min(3, state->prompt_tokens);
+  }
   started_.fetch_add(1);
   {
     std::lock_guard lock(mutex_);
@@ -162,7 +172,12 @@ openai::ApiResult<TokenizeResult> FakeModelService::tokenize(
     return openai::model_not_found(request.model);
   TokenizeResult result;
   result.max_model_len = 2048;
-  for (const unsigned char c : request.prompt) {
+  std::string text = request.prompt;
+  if (request.is_chat) {
+    text.clear();
+    for (const auto& message : request.messages) text += message.content.value_or("");
+  }
+  for (const unsigned char c : text) {
     result.tokens.push_back(c);
     result.token_strs.emplace_back(1, static_cast<char>(c));
   }
@@ -209,17 +224,27 @@ void FakeModelService::produce() {
         GenerationEvent event;
         event.kind = last ? GenerationEvent::Kind::finish : GenerationEvent::Kind::delta;
         event.index = choice;
-        event.text = fmt::format("tok{} ", state->produced);
-        event.text.append(options_.token_padding_bytes, 'x');
-        event.logprobs.push_back(TokenLogprob{event.text, -0.5, {{event.text, -0.5}, {"x", -2}}});
+        if (state->think && state->produced < 2) {
+          event.reasoning = fmt::format("think{} ", state->produced);
+        } else {
+          event.text = fmt::format("tok{} ", state->produced);
+          event.text.append(options_.token_padding_bytes, 'x');
+          event.logprobs.push_back(TokenLogprob{event.text, -0.5, {{event.text, -0.5}, {"x", -2}}});
+        }
         event.finish_reason = state->stop_finish ? FinishReason::stop : FinishReason::length;
+        if (state->tool && last) {
+          event.tool_calls.push_back(ToolCallOutput{0, fmt::format("fake{}", choice), "get_weather",
+                                                    R"({"city":"Paris"})"});
+          event.finish_reason = FinishReason::tool_calls;
+        }
         state->push(std::move(event));
       }
       ++state->produced;
       if (last) {
         GenerationEvent event;
         event.kind = GenerationEvent::Kind::done;
-        event.usage = Usage{state->prompt_tokens, state->produced * state->choices, 0};
+        event.usage =
+            Usage{state->prompt_tokens, state->produced * state->choices, state->cached_tokens};
         state->push(std::move(event));
         done.push_back(state.get());
       }

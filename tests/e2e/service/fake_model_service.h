@@ -34,7 +34,11 @@ class FakeModelService final : public ModelService {
   // Model "fake" (alias "fake-alias"); model "busy" answers 429. Tokens are "tok0 ", "tok1 ",
   // ... one choice after another per step; a prompt containing "FAIL" ends in an error event.
   // A prompt containing "BLOCK" makes the server's first read of its events block the calling
-  // (streams) thread for Options::block_duration.
+  // (streams) thread for Options::block_duration. As an output parser would report them: with
+  // "THINK" the first two tokens are reasoning ("think0 ", "think1 "); with "TOOL" the last
+  // event also calls get_weather({"city":"Paris"}) and finishes with tool_calls; with "CACHED"
+  // three prompt tokens come from the prefix cache. The prompt is the messages' contents
+  // concatenated, one token per byte, and /tokenize of messages counts it the same way.
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
       const openai::ChatCompletionRequest& request, std::string& model_id) override;
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(

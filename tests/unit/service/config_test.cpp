@@ -89,6 +89,8 @@ models:
     kv_cache_dtype: bf16
     enable_prefix_caching: false
     chat_template: /t.jinja
+    tool_parser: hermes
+    reasoning_parser: qwen3
     required: true
     sampling: {temperature: 0.5, top_p: 0.9, top_k: 40, min_p: 0.05, repetition_penalty: 1.1,
                presence_penalty: 0.5, frequency_penalty: -0.5, max_tokens: 100, seed: 42}
@@ -131,6 +133,8 @@ models:
   EXPECT_EQ(m.kv_cache_dtype, "bf16");
   EXPECT_FALSE(m.enable_prefix_caching);
   EXPECT_EQ(m.chat_template, "/t.jinja");
+  EXPECT_EQ(m.tool_parser, "hermes");
+  EXPECT_EQ(m.reasoning_parser, "qwen3");
   EXPECT_TRUE(m.required);
   EXPECT_DOUBLE_EQ(*m.sampling.temperature, 0.5);
   EXPECT_DOUBLE_EQ(*m.sampling.top_p, 0.9);
@@ -284,6 +288,25 @@ TEST(Config, CudaSettingsAreValidWithTheCpuBackend) {
                                    "t.yaml", kNoEnvironment);
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_DOUBLE_EQ(*config->models[0].gpu_memory_utilization, 0.5);
+}
+
+TEST(Config, OutputParsersMustBeKnownNames) {
+  const auto bad_tool = parse_config("models:\n  - {name: m, path: /m, tool_parser: qwen}\n",
+                                     "t.yaml", kNoEnvironment);
+  ASSERT_FALSE(bad_tool.ok());
+  EXPECT_NE(bad_tool.error().message.find("models[0].tool_parser"), std::string::npos)
+      << bad_tool.error().message;
+  EXPECT_NE(bad_tool.error().message.find("hermes, llama3_json, mistral, deepseek_v3 or none"),
+            std::string::npos);
+  const auto bad_reasoning = parse_config(
+      "models:\n  - {name: m, path: /m, reasoning_parser: r1}\n", "t.yaml", kNoEnvironment);
+  ASSERT_FALSE(bad_reasoning.ok());
+  EXPECT_NE(bad_reasoning.error().message.find("models[0].reasoning_parser"), std::string::npos);
+  const auto off =
+      parse_config("models:\n  - {name: m, path: /m, tool_parser: none, reasoning_parser: none}\n",
+                   "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->models.at(0).tool_parser, "none");
 }
 
 TEST(Config, ErrorNamesFileLineAndKey) {

@@ -77,11 +77,56 @@ TEST(ChatResponseTest, Logprobs) {
                  R"({"token":"Yo","logprob":-1.5,"bytes":[89,111]}]}]})");
 }
 
+GenerationEvent text_event(int index, std::string text, std::vector<TokenLogprob> logprobs = {}) {
+  GenerationEvent event;
+  event.index = index;
+  event.text = std::move(text);
+  event.logprobs = std::move(logprobs);
+  return event;
+}
+
+TEST(ChatResponseTest, StreamsReasoningThenContentThenEachToolCallInTwoFragments) {
+  ChatChunkEncoder encoder(kMeta, false, false);
+  std::string out;
+  GenerationEvent event = text_event(0, "Let me look.");
+  event.reasoning = "The user wants weather.";
+  event.tool_calls.push_back(ToolCallOutput{0, "abc", "get_weather", R"({"city":"Paris"})"});
+  encoder.delta(out, event);
+  encoder.finish(out, 0, FinishReason::tool_calls);
+  const std::string end = R"(,"logprobs":null,"finish_reason":null}]})"
+                          "\n\n";
+  EXPECT_EQ(out, kChunk + R"({"index":0,"delta":{"role":"assistant","content":""})" + end + kChunk +
+                     R"({"index":0,"delta":{"reasoning_content":"The user wants weather."})" + end +
+                     kChunk + R"({"index":0,"delta":{"content":"Let me look."})" + end + kChunk +
+                     R"({"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_abc",)"
+                     R"("type":"function","function":{"name":"get_weather","arguments":""}}]})" +
+                     end + kChunk +
+                     R"({"index":0,"delta":{"tool_calls":[{"index":0,"function":)"
+                     R"({"arguments":"{\"city\":\"Paris\"}"}}]})" +
+                     end + kChunk +
+                     R"({"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]})"
+                     "\n\n");
+}
+
+TEST(ChatResponseTest, NonStreamedToolCallsHaveNullContent) {
+  std::vector<ChoiceOutput> choices(1);
+  choices[0].reasoning = "hmm";
+  choices[0].tool_calls.push_back(ToolCallOutput{0, "x1", "f", R"({"a":1})"});
+  choices[0].finish_reason = FinishReason::tool_calls;
+  const std::string body = encode_chat_completion(kMeta, choices, Usage{1, 2, 0}, false);
+  EXPECT_NE(body.find(R"("message":{"role":"assistant","content":null,"reasoning_content":"hmm",)"
+                      R"("tool_calls":[{"id":"call_x1","type":"function","function":)"
+                      R"({"name":"f","arguments":"{\"a\":1}"}}]})"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"("finish_reason":"tool_calls")"), std::string::npos) << body;
+}
+
 TEST(ChatResponseTest, StreamOrder) {
   ChatChunkEncoder encoder(kMeta, false, false);
   std::string out;
-  encoder.delta(out, 0, "Hel", {});
-  encoder.delta(out, 0, "lo", {});
+  encoder.delta(out, text_event(0, "Hel"));
+  encoder.delta(out, text_event(0, "lo"));
   encoder.finish(out, 0, FinishReason::stop);
   encoder.done(out, Usage{1, 2, 0});
   EXPECT_EQ(out, kChunk +
@@ -148,8 +193,8 @@ TEST(CompletionResponseTest, NonStreamedTextOffsetsCountTheEchoedPrompt) {
 TEST(CompletionResponseTest, StreamTextOffsetsContinue) {
   CompletionChunkEncoder encoder({"cmpl-1", 5, "m"}, false, 0);
   std::string out;
-  encoder.delta(out, 0, "ab", {TokenLogprob{"ab", -1, {}}});
-  encoder.delta(out, 0, "c", {TokenLogprob{"c", -1, {}}});
+  encoder.delta(out, text_event(0, "ab", {TokenLogprob{"ab", -1, {}}}));
+  encoder.delta(out, text_event(0, "c", {TokenLogprob{"c", -1, {}}}));
   encoder.finish(out, 0, FinishReason::length);
   encoder.done(out, {});
   const std::string prefix =

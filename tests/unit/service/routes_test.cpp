@@ -39,6 +39,17 @@ TEST(RoutesTest, HeadMatchesEveryGetRoute) {
   EXPECT_EQ(match_route("HEAD", "/nope").error().status, 404);
 }
 
+// Anthropic's SDKs add ?beta=true (vllm#44576 answered it with a 400).
+TEST(RoutesTest, AnthropicMessagesWithAnyQuery) {
+  EXPECT_EQ(match_route("POST", "/v1/messages")->endpoint, Endpoint::messages);
+  EXPECT_EQ(match_route("POST", "/v1/messages?beta=true")->endpoint, Endpoint::messages);
+  EXPECT_EQ(match_route("POST", "/v1/messages/count_tokens?beta=true")->endpoint,
+            Endpoint::messages_count_tokens);
+  EXPECT_EQ(match_route("GET", "/v1/messages").error().status, 405);
+  EXPECT_EQ(endpoint_label(Endpoint::messages), "/v1/messages");
+  EXPECT_EQ(endpoint_label(Endpoint::messages_count_tokens), "/v1/messages/count_tokens");
+}
+
 // A missing key and a wrong one get different messages.
 TEST(ApiKeysTest, MissingIsToldApartFromWrong) {
   const ApiKeys keys({"alpha"});
@@ -49,6 +60,19 @@ TEST(ApiKeysTest, MissingIsToldApartFromWrong) {
   EXPECT_EQ(keys.check("Basic YWxwaGE="), ApiKeys::Verdict::missing);
   EXPECT_EQ(keys.check("Bearer beta"), ApiKeys::Verdict::wrong);
   EXPECT_EQ(ApiKeys({}).check(""), ApiKeys::Verdict::allowed);
+}
+
+// Anthropic's x-api-key carries the key when no Bearer key came; a wrong Bearer key stays wrong.
+TEST(ApiKeysTest, XApiKeyBesideBearer) {
+  const ApiKeys keys({"alpha"});
+  EXPECT_EQ(keys.check("", "alpha"), ApiKeys::Verdict::allowed);
+  EXPECT_EQ(keys.check("", " alpha "), ApiKeys::Verdict::allowed);
+  EXPECT_EQ(keys.check("", "beta"), ApiKeys::Verdict::wrong);
+  EXPECT_EQ(keys.check("", ""), ApiKeys::Verdict::missing);
+  EXPECT_EQ(keys.check("Bearer alpha", "beta"), ApiKeys::Verdict::allowed);
+  EXPECT_EQ(keys.check("Bearer beta", "alpha"), ApiKeys::Verdict::wrong);
+  EXPECT_EQ(keys.check("Basic YWxwaGE=", "alpha"), ApiKeys::Verdict::allowed);
+  EXPECT_EQ(ApiKeys({}).check("", "anything"), ApiKeys::Verdict::allowed);
 }
 
 TEST(ApiKeysTest, BearerInConstantTime) {

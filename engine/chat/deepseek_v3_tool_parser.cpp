@@ -1,0 +1,194 @@
+#include "engine/chat/deepseek_v3_tool_parser.h"
+
+#include <optional>
+
+#include "engine/chat/marker_scanner.h"
+#include "engine/chat/tool_call_json.h"
+
+namespace tern::engine::chat {
+namespace {
+
+// The bars are U+FF5C and the spaces U+2581, as DeepSeek's tokenizer spells them.
+constexpr std::string_view calls_begin = "<｜tool▁calls▁begin｜>";
+constexpr std::string_view calls_end = "<｜tool▁calls▁end｜>";
+constexpr std::string_view call_begin = "<｜tool▁call▁begin｜>";
+constexpr std::string_view call_end = "<｜tool▁call▁end｜>";
+constexpr std::string_view separator = "<｜tool▁sep｜>";
+constexpr std::string_view v3_call_type = "function";
+// The name and the fence before the arguments: longer means this is no call.
+constexpr std::size_t max_header_bytes = 512;
+
+// The function name in a V3 header (`NAME\n```json\n`), or "" when the header is not one.
+std::string_view name_in_header(std::string_view header) {
+  header = trim_space(header);
+  for (std::string_view fence : {std::string_view("```json"), std::string_view("```")}) {
+    if (header.ends_with(fence)) {
+      header = trim_space(header.substr(0, header.size() - fence.size()));
+      break;
+    }
+  }
+  for (char c : header) {
+    if (is_space(c) || c == '`') return {};
+  }
+  return header;
+}
+
+}  // namespace
+
+void DeepseekV3ToolParser::feed(std::string_view text, ParsedOutput& out) {
+  buffer_.append(text);
+  advance(out);
+}
+
+void DeepseekV3ToolParser::break_call(std::size_t search_from) {
+  state_ = State::broken;
+  scan_ = search_from;
+}
+
+void DeepseekV3ToolParser::end_call(std::size_t end, ParsedOutput& out) {
+  const std::string_view held = buffer_;
+  const std::string_view prefix =
+      trim_space(held.substr(call_begin.size(), separator_begin_ - call_begin.size()));
+  const std::string_view header_name =
+      name_in_header(held.substr(header_begin_, json_begin_ - header_begin_));
+  const std::string_view header =
+      trim_space(held.substr(header_begin_, json_begin_ - header_begin_));
+  // V3 writes the call's type before the separator and the name after it; V3.1 writes the name
+  // before it and the arguments right after.
+  std::string_view name;
+  if (prefix == v3_call_type && !header_name.empty()) {
+    name = header_name;
+  } else if (header.empty() || header == "```json" || header == "```") {
+    name = prefix;
+  }
+  std::optional<std::string> arguments;
+  if (!name.empty() && is_known_tool(name, tool_names_)) {
+    arguments = read_tool_arguments(held.substr(json_begin_, json_end_ - json_begin_));
+  }
+  if (arguments) {
+    out.tool_calls.push_back(ParsedToolCall{std::string(name), std::move(*arguments)});
+  } else {
+    out.content.append(held.substr(0, end));
+  }
+  skip_space_ = arguments.has_value();
+  buffer_.erase(0, end);
+  state_ = State::content;
+  scan_ = 0;
+}
+
+void DeepseekV3ToolParser::advance(ParsedOutput& out) {
+  for (;;) {
+    const std::string_view held = buffer_;  // re-taken after every erase
+    switch (state_) {
+      case State::content: {
+        std::size_t begin = 0;
+        if (skip_space_) {
+          begin = skip_space(held, 0);
+          if (begin < held.size()) skip_space_ = false;
+        }
+        const MarkerMatch match = find_marker(held, begin, {calls_begin, call_begin, calls_end});
+        out.content.append(held.substr(begin, match.position - begin));
+        if (!match.found()) {
+          buffer_.erase(0, match.position);
+          return;
+        }
+        if (match.marker == 1) {
+          buffer_.erase(0, match.position);
+          state_ = State::prefix;
+          scan_ = call_begin.size();
+        } else {
+          // The section's own markers carry nothing; the space around them separates calls.
+          const std::size_t marker_size = match.marker == 0 ? calls_begin.size() : calls_end.size();
+          buffer_.erase(0, match.position + marker_size);
+          skip_space_ = true;
+        }
+        break;
+      }
+      case State::prefix: {
+        // A separator later than a header's length away means this is no call; the rule looks
+        // only at the text, so it holds however the text was split.
+        const std::size_t limit = call_begin.size() + max_header_bytes;
+        const MarkerMatch match = find_marker(held, scan_, {separator, call_end});
+        if (!match.found()) {
+          scan_ = match.position;
+          if (scan_ <= limit) return;
+          break_call(call_begin.size());
+        } else if (match.marker == 1 || match.position > limit) {
+          break_call(call_begin.size());
+        } else {
+          separator_begin_ = match.position;
+          header_begin_ = scan_ = match.position + separator.size();
+          state_ = State::header;
+        }
+        break;
+      }
+      case State::header:
+        // Names and fences hold neither `{` nor `<`: a `<` is a marker, so the call is broken.
+        while (scan_ < held.size() && held[scan_] != '{' && held[scan_] != '<') ++scan_;
+        if (scan_ - header_begin_ > max_header_bytes) {
+          break_call(header_begin_);
+          break;
+        }
+        if (scan_ == held.size()) return;
+        if (held[scan_] == '<') {
+          break_call(scan_);
+          break;
+        }
+        json_begin_ = scan_;
+        json_.reset();
+        state_ = State::body;
+        break;
+      case State::body: {
+        const JsonExtent::Status status = json_.scan(held, scan_);
+        if (status == JsonExtent::Status::incomplete) return;
+        if (status == JsonExtent::Status::invalid) {
+          break_call(json_begin_);
+          break;
+        }
+        json_end_ = scan_;
+        state_ = State::trailer;
+        break;
+      }
+      case State::trailer: {
+        while (scan_ < held.size() && (is_space(held[scan_]) || held[scan_] == '`')) ++scan_;
+        const std::string_view rest = held.substr(scan_);
+        if (rest.starts_with(call_end)) {
+          end_call(scan_ + call_end.size(), out);
+          break;
+        }
+        if (rest.empty() || is_marker_prefix(rest, call_end)) return;
+        break_call(json_end_);
+        break;
+      }
+      case State::broken: {
+        const MarkerMatch match = find_marker(held, scan_, {call_end});
+        if (!match.found()) {
+          scan_ = match.position;
+          return;
+        }
+        const std::size_t end = match.position + call_end.size();
+        out.content.append(held.substr(0, end));
+        buffer_.erase(0, end);
+        state_ = State::content;
+        scan_ = 0;
+        break;
+      }
+    }
+  }
+}
+
+void DeepseekV3ToolParser::finish(ParsedOutput& out) {
+  advance(out);
+  if (state_ == State::trailer) {
+    // Cut off after the arguments, before the end marker: the call stands when valid.
+    end_call(buffer_.size(), out);
+  } else {
+    out.content.append(buffer_);
+  }
+  buffer_.clear();
+  state_ = State::content;
+  scan_ = 0;
+  skip_space_ = false;
+}
+
+}  // namespace tern::engine::chat

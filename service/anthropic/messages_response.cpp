@@ -1,0 +1,79 @@
+#include "service/anthropic/messages_response.h"
+
+namespace tern::service::anthropic {
+
+std::string_view stop_reason(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::length:
+      return "max_tokens";
+    case FinishReason::tool_calls:
+      return "tool_use";
+    case FinishReason::stop:
+    case FinishReason::cancelled:
+      break;
+  }
+  return "end_turn";
+}
+
+std::string message_id(std::string_view response_id) {
+  std::string id(response_id);
+  if (const std::size_t dash = id.find('-'); dash != std::string::npos) id[dash] = '_';
+  return id;
+}
+
+std::string tool_use_id(std::string_view call_id) {
+  return "toolu_" + std::string(call_id);
+}
+
+void write_message_usage(openai::JsonWriter& json, const Usage& usage) {
+  const int cached =
+      usage.cached_tokens < usage.prompt_tokens ? usage.cached_tokens : usage.prompt_tokens;
+  json.key("usage").begin_object();
+  json.field("input_tokens", usage.prompt_tokens - cached)
+      .field("cache_creation_input_tokens", 0)
+      .field("cache_read_input_tokens", cached)
+      .field("output_tokens", usage.completion_tokens);
+  json.end_object();
+}
+
+std::string encode_message(const openai::ResponseMeta& meta,
+                           const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+  const openai::ChoiceOutput empty;
+  const openai::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
+  std::string out;
+  out.reserve(256 + choice.reasoning.size() + choice.text.size());
+  openai::JsonWriter json(out);
+  json.begin_object()
+      .field("id", meta.id)
+      .field("type", "message")
+      .field("role", "assistant")
+      .field("model", meta.model);
+  json.key("content").begin_array();
+  if (!choice.reasoning.empty()) {
+    json.begin_object().field("type", "thinking").field("thinking", choice.reasoning);
+    json.field("signature", "").end_object();
+  }
+  if (!choice.text.empty()) {
+    json.begin_object().field("type", "text").field("text", choice.text).end_object();
+  }
+  for (const ToolCallOutput& call : choice.tool_calls) {
+    json.begin_object().field("type", "tool_use").field("id", tool_use_id(call.id));
+    json.field("name", call.name).key("input");
+    json.raw(call.arguments.empty() ? std::string_view("{}") : std::string_view(call.arguments));
+    json.end_object();
+  }
+  json.end_array();
+  json.field("stop_reason", stop_reason(choice.finish_reason)).null_field("stop_sequence");
+  write_message_usage(json, usage);
+  json.end_object();
+  return out;
+}
+
+std::string encode_count_tokens(std::size_t input_tokens) {
+  std::string out;
+  openai::JsonWriter json(out);
+  json.begin_object().key("input_tokens").unsigned_integer(input_tokens).end_object();
+  return out;
+}
+
+}  // namespace tern::service::anthropic

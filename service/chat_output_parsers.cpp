@@ -1,0 +1,95 @@
+#include "service/chat_output_parsers.h"
+
+#include <algorithm>
+
+#include <simdjson.h>
+
+#include "engine/tokenizer/tokenizer.h"
+
+namespace tern::service {
+namespace {
+
+std::string configured_or(const std::string& configured, const std::string& from_template) {
+  if (configured == "none") return {};
+  return configured.empty() ? from_template : configured;
+}
+
+// The names of the request's function tools; tools_json passed read_tools' shape checks.
+std::vector<std::string> function_names(std::string_view tools_json) {
+  std::vector<std::string> names;
+  simdjson::dom::parser parser;
+  simdjson::dom::element tools;
+  if (parser.parse(tools_json.data(), tools_json.size()).get(tools)) return names;
+  simdjson::dom::array list;
+  if (tools.get_array().get(list)) return names;
+  for (simdjson::dom::element tool : list) {
+    std::string_view name;
+    if (!tool["function"]["name"].get_string().get(name)) names.emplace_back(name);
+  }
+  return names;
+}
+
+bool tool_choice_is_none(std::string_view tool_choice_json) {
+  return tool_choice_json == R"("none")";
+}
+
+bool ends_in_think(std::string_view prompt) {
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ' ||
+                             prompt.back() == '\r' || prompt.back() == '\t')) {
+    prompt.remove_suffix(1);
+  }
+  return prompt.ends_with("<think>");
+}
+
+}  // namespace
+
+OutputParserSpec output_parsers_for(const engine::ServedModel& model,
+                                    const openai::ChatCompletionRequest& request,
+                                    std::string_view prompt) {
+  OutputParserSpec spec;
+  const engine::ModelChatTemplate& chat_template = *model.chat_template;
+  spec.reasoning_parser =
+      configured_or(model.spec.reasoning_parser, chat_template.reasoning_parser());
+  spec.starts_in_reasoning = !spec.reasoning_parser.empty() && ends_in_think(prompt);
+  if (!request.tools_json.empty() && !tool_choice_is_none(request.tool_choice_json)) {
+    spec.tool_parser = configured_or(model.spec.tool_parser, chat_template.tool_call_parser());
+    if (!spec.tool_parser.empty()) spec.tool_names = function_names(request.tools_json);
+  }
+  return spec;
+}
+
+std::vector<std::int32_t> parser_marker_tokens(const engine::Tokenizer& tokenizer,
+                                               const OutputParserSpec& spec) {
+  std::vector<std::int32_t> tokens;
+  for (const std::string& parser : {spec.tool_parser, spec.reasoning_parser}) {
+    for (const std::string_view marker : engine::chat::parser_markers(parser)) {
+      const std::vector<std::int32_t> ids = tokenizer.encode(marker, false);
+      if (ids.size() == 1 && tokenizer.is_special(ids[0])) tokens.push_back(ids[0]);
+    }
+  }
+  std::ranges::sort(tokens);
+  tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+  return tokens;
+}
+
+engine::ReasoningBudget reasoning_budget_for(const engine::Tokenizer& tokenizer,
+                                             const OutputParserSpec& spec,
+                                             std::optional<int> budget_tokens) {
+  engine::ReasoningBudget budget;
+  if (!budget_tokens || spec.reasoning_parser.empty()) return budget;
+  const std::vector<std::int32_t> open = tokenizer.encode("<think>", false);
+  const std::vector<std::int32_t> close = tokenizer.encode("</think>", false);
+  if (close.size() != 1) return budget;
+  budget.max_tokens = *budget_tokens;
+  budget.starts_in_reasoning = spec.starts_in_reasoning;
+  budget.open_token = open.size() == 1 ? open[0] : -1;
+  budget.close_token = close[0];
+  // As Qwen3's and DeepSeek-R1's templates close a turn's reasoning.
+  budget.close_tokens = tokenizer.encode("\n</think>\n\n", false);
+  if (std::ranges::find(budget.close_tokens, close[0]) == budget.close_tokens.end()) {
+    budget.close_tokens = close;  // the newlines merged into the marker: force it alone
+  }
+  return budget;
+}
+
+}  // namespace tern::service
