@@ -48,12 +48,38 @@ inline void load_tile_block(const std::byte* p, __m512i w[8]) {
   if constexpr (kType == TensorType::q8_0) {
     for (int g = 0; g < 8; ++g) w[g] = _mm512_loadu_si512(values + 64 * g);
   } else {
+    // The high nibbles stay in place, 16 times their value: one AND instead of a shift and an
+    // AND per vector; dot() takes the factor out of their sums.
     const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+    const __m512i high_nibbles = _mm512_set1_epi8(static_cast<char>(0xF0));
     for (int g = 0; g < 4; ++g) {
       const __m512i packed = _mm512_loadu_si512(values + 64 * g);
       w[g] = _mm512_and_si512(packed, low_nibbles);
-      w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
+      w[g + 4] = _mm512_and_si512(packed, high_nibbles);
     }
+  }
+}
+
+// The block's integer dot products of the 16 rows with one token, plus the activation's bias.
+template <TensorType kType>
+inline __m512i dot(const __m512i w[8], const Q8Activation& xb) {
+  __m512i sums = _mm512_set1_epi32(xb.bias);
+  auto group = [&xb](int g) {
+    std::int32_t four;
+    std::memcpy(&four, xb.qs + 4 * g, 4);
+    return _mm512_set1_epi32(four);
+  };
+  if constexpr (kType == TensorType::q8_0) {
+    for (int g = 0; g < 8; ++g) sums = _mm512_dpbusd_epi32(sums, w[g], group(g));
+    return sums;
+  } else {
+    __m512i high = _mm512_setzero_si512();
+    for (int g = 0; g < 4; ++g) sums = _mm512_dpbusd_epi32(sums, w[g], group(g));
+    for (int g = 4; g < 8; ++g) high = _mm512_dpbusd_epi32(high, w[g], group(g));
+    // Every product of a high nibble carries the factor 16, so its sum is a multiple of 16 and
+    // the arithmetic shift is exact: the same integers as unpacked nibbles give (240 * 128 still
+    // fits vpdpbusd's 16-bit products).
+    return _mm512_add_epi32(sums, _mm512_srai_epi32(high, 4));
   }
 }
 
@@ -71,12 +97,7 @@ void tile_tokens(const std::byte* tile, std::int64_t blocks, const Q8Activation*
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     for (int t = 0; t < T; ++t) {
       const Q8Activation& xb = x[t][b];
-      __m512i sums = _mm512_set1_epi32(xb.bias);
-      for (int g = 0; g < 8; ++g) {
-        std::int32_t four;
-        std::memcpy(&four, xb.qs + 4 * g, 4);
-        sums = _mm512_dpbusd_epi32(sums, w[g], _mm512_set1_epi32(four));
-      }
+      const __m512i sums = dot<kType>(w, xb);
       acc[t] =
           _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_mul_ps(d, _mm512_set1_ps(xb.d)), acc[t]);
     }

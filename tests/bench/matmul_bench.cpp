@@ -1,8 +1,12 @@
 // Matmul throughput: GEMV bandwidth (tokens = 1, weights rotated through more memory than any
 // cache holds) and GEMM operations per second (tokens > 1).
 //
-//   matmul_bench [type=q8_0] [rows=5632] [cols=2048] [tokens=1] [threads=2] [isa=best]
+//   matmul_bench [type=q8_0] [rows=5632] [cols=2048] [tokens=1] [threads=2] [isa=best] [resident]
 //   matmul_bench bandwidth [threads=2]     # plain streaming-read bandwidth, for comparison
+//
+// `resident` keeps one copy of the weights, small enough to stay in cache (e.g. 256 x 2048): the
+// GEMV's GB/s is then its compute ceiling, which must stay above a core's share of DRAM
+// bandwidth for decode to be bandwidth-bound.
 
 #include <algorithm>
 #include <chrono>
@@ -78,8 +82,9 @@ int main(int argc, char** argv) {
   const std::int64_t cols = argc > 3 ? std::atoll(argv[3]) : 2048;
   const std::int64_t tokens = argc > 4 ? std::atoll(argv[4]) : 1;
   const int threads = argc > 5 ? std::atoi(argv[5]) : 2;
+  const bool resident = argc > 7 && std::string(argv[7]) == "resident";
   Isa isa = active_isa();
-  if (argc > 6) {
+  if (argc > 6 && std::string(argv[6]) != "best") {
     for (Isa candidate : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni}) {
       if (isa_name(candidate) == argv[6]) isa = candidate;
     }
@@ -93,8 +98,9 @@ int main(int argc, char** argv) {
   const std::size_t row_bytes = *tensor_bytes(*type, static_cast<std::uint64_t>(cols));
   const std::size_t matrix_bytes = row_bytes * static_cast<std::size_t>(rows);
   // GEMV reads each matrix once per call, so rotate through copies that together dwarf the L3.
-  const std::size_t copies =
-      tokens == 1 ? std::max<std::size_t>(1, (std::size_t{512} << 20) / matrix_bytes) : 1;
+  const std::size_t copies = tokens == 1 && !resident
+                                 ? std::max<std::size_t>(1, (std::size_t{512} << 20) / matrix_bytes)
+                                 : 1;
   std::vector<AlignedBuffer> matrices;
   {
     std::mt19937 rng(1);
@@ -163,7 +169,7 @@ int main(int argc, char** argv) {
   const char* unit = tokens == 1 ? "GB/s" : "GOPS";
   std::printf("%s mean %.1f, best %.1f, by cpu time %.1f\n", unit, work_per_call / mean / 1e9,
               work_per_call / best / 1e9, work_per_call / cpu / 1e9);
-  if (tokens == 1) {
+  if (tokens == 1 && !resident) {
     // The share of the read bandwidth, each sweep through the copies followed at once by a plain
     // read of as many bytes: both numbers see the same moment of a shared host, whose bandwidth
     // moves by tens of percent between seconds.
