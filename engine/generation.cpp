@@ -161,6 +161,7 @@ void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
       event.text.assign(checked.text);
       if (checked.stopped) {
         event.finish_reason = FinishReason::stop;
+        event.stop_string.assign(checked.matched);
         return;
       }
     } else {

@@ -83,7 +83,8 @@ struct RequestEvent {
   float logprob = 0.0f;                    // of `token`, when sampling.logprobs
   std::vector<TokenLogprob> top_logprobs;  // sampling.top_logprobs alternatives, best first
   std::optional<FinishReason> finish_reason;
-  std::string message;  // for error, and for cancelled by the engine ("slow_consumer")
+  std::string message;      // for error, and for cancelled by the engine ("slow_consumer")
+  std::string stop_string;  // finish stop: the stop string that ended the sample, if one did
   ErrorKind error_kind = ErrorKind::internal;  // for error
   bool done = false;
   Usage usage;  // set when done

@@ -33,21 +33,26 @@ std::size_t StopChecker::held_back_length() const {
 }
 
 StopChecker::Result StopChecker::push(std::string_view delta) {
-  if (stop_strings_.empty()) return {delta, false};
+  if (stop_strings_.empty()) return {delta, false, {}};
   pending_.append(delta);
   std::size_t first_match = std::string::npos;
+  std::string_view matched;
   for (const std::string& stop : stop_strings_) {
-    first_match = std::min(first_match, pending_.find(stop));
+    const std::size_t position = pending_.find(stop);
+    if (position < first_match) {
+      first_match = position;
+      matched = stop;
+    }
   }
   if (first_match != std::string::npos) {
     emitted_.assign(pending_, 0, first_match);
     pending_.clear();
-    return {emitted_, true};
+    return {emitted_, true, matched};
   }
   const std::size_t ready = pending_.size() - held_back_length();
   emitted_.assign(pending_, 0, ready);
   pending_.erase(0, ready);
-  return {emitted_, false};
+  return {emitted_, false, {}};
 }
 
 std::string_view StopChecker::flush() {

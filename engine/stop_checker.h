@@ -17,8 +17,9 @@ class StopChecker {
   explicit StopChecker(std::span<const std::string> stop_strings);
 
   struct Result {
-    std::string_view text;  // safe to emit now; valid until the next call
-    bool stopped = false;   // a stop string matched; `text` is everything before it
+    std::string_view text;     // safe to emit now; valid until the next call
+    bool stopped = false;      // a stop string matched; `text` is everything before it
+    std::string_view matched;  // the stop string that matched (the earliest in the text)
   };
 
   Result push(std::string_view delta);

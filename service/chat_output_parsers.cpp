@@ -14,21 +14,6 @@ std::string configured_or(const std::string& configured, const std::string& from
   return configured.empty() ? from_template : configured;
 }
 
-// The names of the request's function tools; tools_json passed read_tools' shape checks.
-std::vector<std::string> function_names(std::string_view tools_json) {
-  std::vector<std::string> names;
-  simdjson::dom::parser parser;
-  simdjson::dom::element tools;
-  if (parser.parse(tools_json.data(), tools_json.size()).get(tools)) return names;
-  simdjson::dom::array list;
-  if (tools.get_array().get(list)) return names;
-  for (simdjson::dom::element tool : list) {
-    std::string_view name;
-    if (!tool["function"]["name"].get_string().get(name)) names.emplace_back(name);
-  }
-  return names;
-}
-
 bool tool_choice_is_none(std::string_view tool_choice_json) {
   return tool_choice_json == R"("none")";
 }
@@ -42,6 +27,20 @@ bool ends_in_think(std::string_view prompt) {
 }
 
 }  // namespace
+
+std::vector<std::string> function_names(std::string_view tools_json) {
+  std::vector<std::string> names;
+  simdjson::dom::parser parser;
+  simdjson::dom::element tools;
+  if (parser.parse(tools_json.data(), tools_json.size()).get(tools)) return names;
+  simdjson::dom::array list;
+  if (tools.get_array().get(list)) return names;
+  for (simdjson::dom::element tool : list) {
+    std::string_view name;
+    if (!tool["function"]["name"].get_string().get(name)) names.emplace_back(name);
+  }
+  return names;
+}
 
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
                                     const openai::ChatCompletionRequest& request,

@@ -4,6 +4,7 @@
 // must then write for them.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +20,10 @@ namespace tern::service {
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
                                     const openai::ChatCompletionRequest& request,
                                     std::string_view prompt);
+
+// The names of a request's function tools (tools_json in OpenAI's shape, as read_tools checked
+// it); none for JSON that is not an array of tools.
+std::vector<std::string> function_names(std::string_view tools_json);
 
 // The spec's markers that are single special tokens of `tokenizer`, sorted.
 std::vector<std::int32_t> parser_marker_tokens(const engine::Tokenizer& tokenizer,

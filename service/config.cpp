@@ -248,10 +248,23 @@ void read_timeouts(const Reader& r, const YAML::Node& node, ServerTimeouts& time
   }
 }
 
+void read_responses_store(const Reader& r, const YAML::Node& node, ResponsesStoreConfig& store) {
+  const std::string base = "server.responses_store";
+  r.expect_keys(node, base, {"max_responses", "ttl_s"});
+  if (const YAML::Node count = node["max_responses"]) {
+    store.max_responses = r.int32(count, base + ".max_responses");
+    if (store.max_responses < 0) r.fail(count, base + ".max_responses", "must be >= 0");
+  }
+  if (const YAML::Node ttl = node["ttl_s"]) {
+    store.ttl_s = r.number(ttl, base + ".ttl_s");
+    if (store.ttl_s <= 0) r.fail(ttl, base + ".ttl_s", "must be > 0 seconds");
+  }
+}
+
 void read_server(const Reader& r, const YAML::Node& node, ServerConfig& server) {
   r.expect_keys(node, "server",
                 {"host", "port", "io_threads", "compute_nice", "control_nice", "api_keys",
-                 "protect_operational_endpoints", "limits", "timeouts"});
+                 "protect_operational_endpoints", "limits", "timeouts", "responses_store"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     const std::string path = join_path("server", key);
@@ -287,6 +300,8 @@ void read_server(const Reader& r, const YAML::Node& node, ServerConfig& server) 
       read_limits(r, value, server.limits);
     } else if (key == "timeouts") {
       read_timeouts(r, value, server.timeouts);
+    } else if (key == "responses_store") {
+      read_responses_store(r, value, server.responses_store);
     }
   }
 }
@@ -660,6 +675,10 @@ std::string dump_config(const Config& config) {
   out << YAML::Key << "drain_s" << YAML::Value << s.timeouts.drain_s;
   out << YAML::Key << "slow_client_s" << YAML::Value << s.timeouts.slow_client_s;
   out << YAML::Key << "sse_keepalive_s" << YAML::Value << s.timeouts.sse_keepalive_s;
+  out << YAML::EndMap;
+  out << YAML::Key << "responses_store" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "max_responses" << YAML::Value << s.responses_store.max_responses;
+  out << YAML::Key << "ttl_s" << YAML::Value << s.responses_store.ttl_s;
   out << YAML::EndMap << YAML::EndMap;
 
   out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;

@@ -42,6 +42,12 @@ struct ServerTimeouts {
   double sse_keepalive_s = 5;  // comment lines while a prompt is in prefill
 };
 
+// Responses-API answers kept in memory for previous_response_id and GET /v1/responses/{id}.
+struct ResponsesStoreConfig {
+  int max_responses = 1000;  // the oldest goes first past this; 0 keeps none
+  double ttl_s = 3600;       // each is forgotten this long after it was made
+};
+
 struct ServerConfig {
   std::string host = "0.0.0.0";
   int port = 8000;
@@ -54,6 +60,7 @@ struct ServerConfig {
   bool protect_operational_endpoints = false;  // /health, /ready, /metrics behind the API key
   ServerLimits limits;
   ServerTimeouts timeouts;
+  ResponsesStoreConfig responses_store;
 };
 
 enum class LogFormat { text, json };

@@ -62,6 +62,7 @@ void EngineGenerationStream::convert(engine::RequestEvent& event) {
       }
       case engine::FinishReason::stop:
         out.finish_reason = FinishReason::stop;
+        out.stop_sequence = std::move(event.stop_string);
         break;
       case engine::FinishReason::length:
         out.finish_reason = FinishReason::length;

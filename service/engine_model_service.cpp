@@ -211,7 +211,7 @@ openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
     auto prompt = render_chat_prompt(
         *model.chat_template,
         ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
-                        request.add_generation_prompt, false});
+                        request.add_generation_prompt, request.continue_final_message});
     if (!prompt) return prompt.error();
     text = std::move(*prompt);
   }

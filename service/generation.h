@@ -59,6 +59,7 @@ struct GenerationEvent {
   std::vector<ToolCallOutput> tool_calls;
   std::vector<TokenLogprob> logprobs;  // one per token in `text`, when logprobs were requested
   FinishReason finish_reason = FinishReason::stop;
+  std::string stop_sequence;  // finish: the stop string that ended the choice, if one did
   Usage usage;
   openai::ApiError error;
 };

@@ -17,6 +17,8 @@
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
 #include "service/request_headers.h"
+#include "service/responses/response_object.h"
+#include "service/responses/responses_stream_encoder.h"
 #include "service/server_core.h"
 
 namespace tern::service::detail {
@@ -42,6 +44,7 @@ bool served_on_streams(const Request& request) {
     case Endpoint::detokenize:
     case Endpoint::messages:
     case Endpoint::messages_count_tokens:
+    case Endpoint::responses:
       return true;
     default:
       return false;
@@ -179,6 +182,20 @@ awaitable<Reply> count_message_tokens(ServerCore& core, const Request& request, 
   co_return Reply::json(anthropic::encode_count_tokens(result->value().tokens.size()));
 }
 
+// A stored Responses answer (GET /v1/responses/{id}), and its deletion.
+awaitable<Reply> stored_response(ServerCore& core, const Request&, const RouteMatch& route) {
+  const auto stored = core.responses.get(route.path_parameter);
+  if (!stored) co_return Reply::error(responses::response_not_found(route.path_parameter));
+  co_return Reply::json(stored->json);
+}
+
+awaitable<Reply> delete_response(ServerCore& core, const Request&, const RouteMatch& route) {
+  if (!core.responses.erase(route.path_parameter)) {
+    co_return Reply::error(responses::response_not_found(route.path_parameter));
+  }
+  co_return Reply::json(responses::encode_deleted(route.path_parameter));
+}
+
 // --- generation: one piece of code over the request type ----------------------------------------
 
 struct ChatEndpoint {
@@ -239,6 +256,67 @@ struct AnthropicMessagesEndpoint {
   }
 };
 
+// OpenAI's Responses door over the same chat path. previous_response_id continues a stored
+// conversation, and the answer is stored for the next one unless `store` is false.
+struct ResponsesEndpoint {
+  struct Parsed : responses::ResponsesRequest {
+    responses::ResponseStore* store = nullptr;  // set by prepare
+  };
+  static constexpr std::string_view kIdPrefix = "resp";
+  static openai::ApiResult<Parsed> parse(std::string_view body) {
+    auto parsed = responses::parse_responses_request(body);
+    if (!parsed) return parsed.error();
+    return Parsed{std::move(*parsed)};
+  }
+  // The previous response's conversation goes after the new instructions (OpenAI does not carry
+  // instructions over), so the prompt repeats its prefix and the prefix cache serves it.
+  static std::optional<openai::ApiError> prepare(ServerCore& core, Parsed& parsed) {
+    parsed.store = &core.responses;
+    const std::optional<std::string>& previous_id = parsed.settings.previous_response_id;
+    if (!previous_id) return std::nullopt;
+    const auto previous = core.responses.get(*previous_id);
+    if (!previous) return responses::response_not_found(*previous_id, "previous_response_id");
+    const auto at =
+        parsed.messages.begin() + static_cast<std::ptrdiff_t>(parsed.conversation_start());
+    parsed.messages.insert(at, previous->conversation.begin(), previous->conversation.end());
+    return std::nullopt;
+  }
+  static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
+    return models.start_chat(parsed, model_id);
+  }
+  static responses::ResponseFinished saver(const Parsed& parsed) {
+    if (!parsed.settings.store || parsed.store == nullptr) return nullptr;
+    std::vector<openai::ChatMessage> conversation(
+        parsed.messages.begin() + static_cast<std::ptrdiff_t>(parsed.conversation_start()),
+        parsed.messages.end());
+    return [store = parsed.store, conversation = std::move(conversation)](
+               const std::string& id, const std::string& json,
+               const std::vector<responses::OutputItem>& output) mutable {
+      conversation.push_back(responses::assistant_message(output));
+      store->put(id, responses::StoredResponse{json, std::move(conversation)});
+    };
+  }
+  static responses::ResponsesStreamEncoder chunk_encoder(openai::ResponseMeta meta,
+                                                         const Parsed& parsed) {
+    meta.id = responses::response_id(meta.id);
+    return responses::ResponsesStreamEncoder(std::move(meta), parsed.settings, saver(parsed));
+  }
+  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+    meta.id = responses::response_id(meta.id);
+    return [meta = std::move(meta), settings = parsed.settings, save = saver(parsed)](
+               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+      const openai::ChoiceOutput empty;
+      const openai::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
+      const std::vector<responses::OutputItem> output = responses::output_items(choice);
+      const responses::ResponseState state{responses::finished_status(choice.finish_reason),
+                                           &output, &usage};
+      std::string body = responses::encode_response(meta, settings, state);
+      if (save) save(meta.id, body, output);
+      return body;
+    };
+  }
+};
+
 template <typename Kind>
 awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                          const Request& request, RequestRecord& record) {
@@ -249,6 +327,13 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
                                   Reply::error(parsed.error(), true, encode_error));
   }
   parsed->client = client_of(core, stream, request);
+  // A door that needs the server's state before it starts (the Responses store).
+  if constexpr (requires { Kind::prepare(core, *parsed); }) {
+    if (std::optional<openai::ApiError> error = Kind::prepare(core, *parsed)) {
+      co_return co_await send_reply(core, stream, request, record,
+                                    Reply::error(*error, true, encode_error));
+    }
+  }
   std::string model_id;
   auto started =
       co_await on_pool(core, [&] { return Kind::start(core.models, *parsed, model_id); });
@@ -283,7 +368,7 @@ struct Handler {
   StreamHandler stream;
 };
 
-constexpr std::array<Handler, 11> kHandlers{{
+constexpr std::array<Handler, 14> kHandlers{{
     {Endpoint::health, &health, nullptr},
     {Endpoint::ready, &ready, nullptr},
     {Endpoint::metrics, &metrics_text, nullptr},
@@ -295,6 +380,9 @@ constexpr std::array<Handler, 11> kHandlers{{
     {Endpoint::completions, nullptr, &generate<CompletionEndpoint>},
     {Endpoint::messages, nullptr, &generate<AnthropicMessagesEndpoint>},
     {Endpoint::messages_count_tokens, &count_message_tokens, nullptr},
+    {Endpoint::responses, nullptr, &generate<ResponsesEndpoint>},
+    {Endpoint::response, &stored_response, nullptr},
+    {Endpoint::response_delete, &delete_response, nullptr},
 }};
 
 const Handler* handler_for(Endpoint endpoint) {
@@ -328,8 +416,14 @@ awaitable<bool> send_reply(ServerCore& core, beast::tcp_stream& stream, const Re
 awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                        const Request& request, RequestRecord& record) {
   auto route = match_route(request.method_string(), request.target());
-  if (!route)
-    co_return co_await send_reply(core, stream, request, record, Reply::error(route.error()));
+  if (!route) {
+    // A wrong method or path under Anthropic's endpoints still answers in Anthropic's shape.
+    const ErrorEncoder encode = std::string_view(request.target()).starts_with("/v1/messages")
+                                    ? &anthropic::error_body
+                                    : &openai::encode_error;
+    co_return co_await send_reply(core, stream, request, record,
+                                  Reply::error(route.error(), true, encode));
+  }
   record.endpoint = route->endpoint;
   record.routed = true;
   const ErrorEncoder encode_error = error_encoder_for(route->endpoint);

@@ -63,6 +63,7 @@ void ParsingGenerationStream::convert(GenerationEvent& event) {
   if (finishing) {
     out.kind = GenerationEvent::Kind::finish;
     out.finish_reason = event.finish_reason;
+    out.stop_sequence = std::move(event.stop_sequence);
     if (out.finish_reason == FinishReason::stop && state.calls > 0) {
       out.finish_reason = FinishReason::tool_calls;
     }

@@ -13,7 +13,7 @@ struct Route {
   bool operational;
 };
 
-constexpr std::array<Route, 11> kRoutes{{
+constexpr std::array<Route, 14> kRoutes{{
     {"GET", "/health", Endpoint::health, true},
     {"GET", "/ready", Endpoint::ready, true},
     {"GET", "/metrics", Endpoint::metrics, true},
@@ -25,6 +25,9 @@ constexpr std::array<Route, 11> kRoutes{{
     {"POST", "/detokenize", Endpoint::detokenize, false},
     {"POST", "/v1/messages", Endpoint::messages, false},
     {"POST", "/v1/messages/count_tokens", Endpoint::messages_count_tokens, false},
+    {"POST", "/v1/responses", Endpoint::responses, false},
+    {"GET", "/v1/responses/*", Endpoint::response, false},
+    {"DELETE", "/v1/responses/*", Endpoint::response_delete, false},
 }};
 
 int hex_value(char c) {
@@ -88,7 +91,9 @@ openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_v
 std::string_view endpoint_label(Endpoint endpoint) {
   for (const Route& route : kRoutes) {
     if (route.endpoint == endpoint) {
-      return route.endpoint == Endpoint::model ? std::string_view("/v1/models/{id}") : route.path;
+      if (route.endpoint == Endpoint::model) return "/v1/models/{id}";
+      if (route.path == "/v1/responses/*") return "/v1/responses/{id}";
+      return route.path;
     }
   }
   return "other";

@@ -19,11 +19,14 @@ enum class Endpoint {
   detokenize,
   messages,               // Anthropic's /v1/messages
   messages_count_tokens,  // Anthropic's /v1/messages/count_tokens
+  responses,              // POST /v1/responses
+  response,               // GET /v1/responses/{id}
+  response_delete,        // DELETE /v1/responses/{id}
 };
 
 struct RouteMatch {
   Endpoint endpoint;
-  std::string path_parameter;  // the {id} of /v1/models/{id}, percent-decoded
+  std::string path_parameter;  // the {id} of /v1/models/{id} or /v1/responses/{id}, decoded
   // /health, /ready and /metrics: open unless the config protects them.
   bool operational = false;
 };

@@ -33,6 +33,7 @@
 #include "service/config.h"
 #include "service/model_service.h"
 #include "service/openai/response_common.h"
+#include "service/responses/response_store.h"
 #include "service/routes.h"
 #include "service/server.h"
 #include "service/service_metrics.h"
@@ -102,6 +103,8 @@ struct ServerCore {
   ServiceMetrics& metrics;
   const Server::Options options;
   const ApiKeys keys;
+  // Stored Responses-API answers (previous_response_id, GET/DELETE /v1/responses/{id}).
+  responses::ResponseStore responses;
   // Before the event loops: destroying them destroys suspended requests, which unlist theirs.
   std::mutex generations_mutex;
   std::set<Generation*> open_generations;  // under generations_mutex

@@ -357,7 +357,7 @@ awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
           generation.saw_tokens(Clock::now());
           encoder.delta(out, event);
         }
-        encoder.finish(out, event.index, event.finish_reason);
+        encoder.finish(out, event.index, event.finish_reason, event.stop_sequence);
         break;
       case GenerationEvent::Kind::done:
         generation.usage = event.usage;
@@ -406,10 +406,14 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
         }
         output.reasoning += event.reasoning;
         output.text += event.text;
-        for (ToolCallOutput& call : event.tool_calls) output.tool_calls.push_back(std::move(call));
+        for (ToolCallOutput& call : event.tool_calls) {
+          output.tool_calls.push_back(std::move(call));
+          output.tool_call_text_offsets.push_back(output.text.size());
+        }
         for (TokenLogprob& token : event.logprobs) output.logprobs.push_back(std::move(token));
         if (event.kind == GenerationEvent::Kind::finish) {
           output.finish_reason = event.finish_reason;
+          output.stop_sequence = std::move(event.stop_sequence);
         }
         break;
       }

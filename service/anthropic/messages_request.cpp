@@ -292,6 +292,7 @@ openai::ApiResult<openai::TokenizeRequest> parse_count_tokens_request(std::strin
   request.tools_json = std::move(parsed->tools_json);
   request.chat_template_kwargs_json = std::move(parsed->chat_template_kwargs_json);
   request.add_generation_prompt = parsed->add_generation_prompt;
+  request.continue_final_message = parsed->continue_final_message;
   // start_chat tokenizes the rendered prompt without adding special tokens: the template wrote
   // them.
   request.add_special_tokens = false;

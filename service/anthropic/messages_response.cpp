@@ -1,8 +1,11 @@
 #include "service/anthropic/messages_response.h"
 
+#include <algorithm>
+
 namespace tern::service::anthropic {
 
-std::string_view stop_reason(FinishReason reason) {
+std::string_view stop_reason(FinishReason reason, std::string_view stop_sequence) {
+  if (reason == FinishReason::stop && !stop_sequence.empty()) return "stop_sequence";
   switch (reason) {
     case FinishReason::length:
       return "max_tokens";
@@ -13,6 +16,15 @@ std::string_view stop_reason(FinishReason reason) {
       break;
   }
   return "end_turn";
+}
+
+void write_stop(openai::JsonWriter& json, FinishReason reason, std::string_view stop_sequence) {
+  json.field("stop_reason", stop_reason(reason, stop_sequence));
+  if (reason == FinishReason::stop && !stop_sequence.empty()) {
+    json.field("stop_sequence", stop_sequence);
+  } else {
+    json.null_field("stop_sequence");
+  }
 }
 
 std::string message_id(std::string_view response_id) {
@@ -53,17 +65,29 @@ std::string encode_message(const openai::ResponseMeta& meta,
     json.begin_object().field("type", "thinking").field("thinking", choice.reasoning);
     json.field("signature", "").end_object();
   }
-  if (!choice.text.empty()) {
-    json.begin_object().field("type", "text").field("text", choice.text).end_object();
-  }
-  for (const ToolCallOutput& call : choice.tool_calls) {
+  // Text and calls in the order the model wrote them: each call knows how much text preceded it.
+  const std::string_view text = choice.text;
+  std::size_t text_written = 0;
+  auto write_text_until = [&](std::size_t end) {
+    end = std::clamp(end, text_written, text.size());
+    if (end > text_written) {
+      json.begin_object().field("type", "text");
+      json.field("text", text.substr(text_written, end - text_written)).end_object();
+    }
+    text_written = end;
+  };
+  for (std::size_t i = 0; i < choice.tool_calls.size(); ++i) {
+    const ToolCallOutput& call = choice.tool_calls[i];
+    write_text_until(i < choice.tool_call_text_offsets.size() ? choice.tool_call_text_offsets[i]
+                                                              : text.size());
     json.begin_object().field("type", "tool_use").field("id", tool_use_id(call.id));
     json.field("name", call.name).key("input");
     json.raw(call.arguments.empty() ? std::string_view("{}") : std::string_view(call.arguments));
     json.end_object();
   }
+  write_text_until(text.size());
   json.end_array();
-  json.field("stop_reason", stop_reason(choice.finish_reason)).null_field("stop_sequence");
+  write_stop(json, choice.finish_reason, choice.stop_sequence);
   write_message_usage(json, usage);
   json.end_object();
   return out;

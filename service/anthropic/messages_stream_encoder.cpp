@@ -105,10 +105,12 @@ void MessagesStreamEncoder::delta(std::string& out, const GenerationEvent& event
   }
 }
 
-void MessagesStreamEncoder::finish(std::string& out, int index, FinishReason reason) {
+void MessagesStreamEncoder::finish(std::string& out, int index, FinishReason reason,
+                                   std::string_view stop_sequence) {
   if (index != 0) return;
   close(out);
   reason_ = reason;
+  stop_sequence_.assign(stop_sequence);
 }
 
 void MessagesStreamEncoder::done(std::string& out, const Usage& usage) {
@@ -116,7 +118,8 @@ void MessagesStreamEncoder::done(std::string& out, const Usage& usage) {
   begin_event(out, "message_delta");
   openai::JsonWriter json(out);
   json.begin_object().field("type", "message_delta").key("delta").begin_object();
-  json.field("stop_reason", stop_reason(reason_)).null_field("stop_sequence").end_object();
+  write_stop(json, reason_, stop_sequence_);
+  json.end_object();
   write_message_usage(json, usage);
   json.end_object();
   end_event(out);

@@ -163,7 +163,8 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
   }
 }
 
-void ChatChunkEncoder::finish(std::string& out, int index, FinishReason reason) {
+void ChatChunkEncoder::finish(std::string& out, int index, FinishReason reason,
+                              std::string_view /*stop_sequence*/) {
   role_if_first(out, index);
   JsonWriter json(out);
   begin_chunk(out, json);

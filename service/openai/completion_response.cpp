@@ -86,7 +86,8 @@ void CompletionChunkEncoder::delta(std::string& out, const GenerationEvent& even
   chunk(out, event.index, event.text, &event.logprobs, nullptr);
 }
 
-void CompletionChunkEncoder::finish(std::string& out, int index, FinishReason reason) {
+void CompletionChunkEncoder::finish(std::string& out, int index, FinishReason reason,
+                                    std::string_view /*stop_sequence*/) {
   if (index < 0) return;
   chunk(out, index, "", nullptr, &reason);
 }

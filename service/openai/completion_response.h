@@ -22,7 +22,8 @@ class CompletionChunkEncoder final : public ChunkEncoder {
       : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   void delta(std::string& out, const GenerationEvent& event) override;
-  void finish(std::string& out, int index, FinishReason reason) override;
+  void finish(std::string& out, int index, FinishReason reason,
+              std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
 
  private:

@@ -22,10 +22,13 @@ struct ChoiceOutput {
   std::string reasoning;  // from an output parser; see GenerationEvent
   std::string text;
   std::vector<ToolCallOutput> tool_calls;
+  // Per call, the length `text` had when the call came: text after it was written after it.
+  std::vector<std::size_t> tool_call_text_offsets;
   std::vector<TokenLogprob> logprobs;
   // Where in `text` the first logprob token starts: after an echoed prompt, its length.
   std::size_t logprobs_text_offset = 0;
   FinishReason finish_reason = FinishReason::stop;
+  std::string stop_sequence;  // the stop string that ended it, if one did
 };
 
 // "usage":{prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:{cached_tokens}}
@@ -47,7 +50,9 @@ class ChunkEncoder {
   virtual void start(std::string& /*out*/, int /*prompt_tokens*/) {}
   // A delta or finish event's reasoning, text, tool calls and logprobs (any may be empty).
   virtual void delta(std::string& out, const GenerationEvent& event) = 0;
-  virtual void finish(std::string& out, int index, FinishReason reason) = 0;
+  // `stop_sequence`: the stop string that ended the choice (finish stop), if one did.
+  virtual void finish(std::string& out, int index, FinishReason reason,
+                      std::string_view stop_sequence = {}) = 0;
   // The end: OpenAI's usage chunk (only when the client asked for it) and [DONE].
   virtual void done(std::string& out, const Usage& usage) = 0;
   // The request failed after the headers went out. OpenAI's doors send the error object as a

@@ -28,6 +28,8 @@ ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body) {
       error = read_template_kwargs(value, request.chat_template_kwargs_json);
     } else if (key == "add_generation_prompt") {
       error = json::read_bool(value, key, request.add_generation_prompt);
+    } else if (key == "continue_final_message") {
+      error = json::read_bool(value, key, request.continue_final_message);
     } else if (key == "add_special_tokens") {
       bool flag = true;
       error = json::read_bool(value, key, flag);

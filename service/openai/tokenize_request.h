@@ -21,6 +21,7 @@ struct TokenizeRequest {
   std::string tools_json;
   std::string chat_template_kwargs_json;
   bool add_generation_prompt = true;
+  bool continue_final_message = false;  // the last assistant message is continued, not closed
   // vLLM's defaults: true for a prompt, false for messages (the template adds them).
   bool add_special_tokens = true;
   bool return_token_strs = false;

@@ -236,6 +236,37 @@ TEST_F(ServeTest, StreamedChatHasOpenAiChunkSequence) {
   EXPECT_FALSE(text.empty());
 }
 
+// The real model through each door: one conversation, rendered by the same template, gives the
+// same greedy text from chat completions, Anthropic's Messages and the Responses API.
+TEST_F(ServeTest, EveryDoorGivesTheSameGreedyText) {
+  Client c = client();
+  simdjson::dom::parser parser;
+  const Response chat = c.post(
+      "/v1/chat/completions",
+      R"({"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":12,"temperature":0})");
+  ASSERT_EQ(chat.result_int(), 200) << chat.body();
+  const std::string chat_text(
+      std::string_view(parse(parser, chat.body())["choices"].at(0)["message"]["content"]));
+  ASSERT_FALSE(chat_text.empty());
+
+  const Response messages = c.post("/v1/messages?beta=true",
+                                   R"({"model":"tinystories","max_tokens":12,"temperature":0,)"
+                                   R"("messages":[{"role":"user","content":"Once upon a time"}]})");
+  ASSERT_EQ(messages.result_int(), 200) << messages.body();
+  simdjson::dom::element message = parse(parser, messages.body());
+  EXPECT_EQ(std::string_view(message["type"]), "message");
+  EXPECT_EQ(std::string_view(message["stop_reason"]), "max_tokens");
+  EXPECT_EQ(std::string_view(message["content"].at(0)["text"]), chat_text);
+  EXPECT_EQ(std::int64_t(message["usage"]["output_tokens"]), 12);
+
+  const Response response = c.post(
+      "/v1/responses", R"({"input":"Once upon a time","max_output_tokens":12,"temperature":0})");
+  ASSERT_EQ(response.result_int(), 200) << response.body();
+  simdjson::dom::element answer = parse(parser, response.body());
+  EXPECT_EQ(std::string_view(answer["status"]), "incomplete");
+  EXPECT_EQ(std::string_view(answer["output"].at(0)["content"].at(0)["text"]), chat_text);
+}
+
 TEST_F(ServeTest, RepeatedPromptReportsCachedTokens) {
   Client c = client();
   const std::string body =

@@ -56,10 +56,14 @@ class AnthropicTest : public ::testing::Test {
 
   // One request on a fresh connection, with Anthropic's headers and any others.
   Response post(std::string target, std::string body, Headers headers = kAnthropicHeaders) {
+    return send(http::verb::post, std::move(target), std::move(body), std::move(headers));
+  }
+
+  Response send(http::verb method, std::string target, std::string body, Headers headers) {
     asio::io_context io;
     tcp::socket socket(io);
     socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
-    http::request<http::string_body> request{http::verb::post, target, 11};
+    http::request<http::string_body> request{method, target, 11};
     request.set(http::field::host, "127.0.0.1");
     request.set(http::field::content_type, "application/json");
     for (const auto& [name, value] : headers) request.set(name, value);
@@ -278,6 +282,16 @@ TEST_F(AnthropicTest, ErrorsInAnthropicsShape) {
   EXPECT_EQ(whole.result_int(), 500);
   EXPECT_EQ(whole.body(), R"({"type":"error","error":{"type":"api_error",)"
                           R"("message":"the fake engine failed on purpose"}})");
+
+  // A wrong method or an unknown path under /v1/messages: Anthropic's shape too.
+  const Response wrong_method = send(http::verb::get, "/v1/messages", "", kAnthropicHeaders);
+  EXPECT_EQ(wrong_method.result_int(), 405);
+  EXPECT_TRUE(wrong_method.body().starts_with(R"({"type":"error","error":{)"))
+      << wrong_method.body();
+  const Response no_path = post("/v1/messages/batches", "{}");
+  EXPECT_EQ(no_path.result_int(), 404);
+  EXPECT_TRUE(contains(no_path.body(), R"({"type":"error","error":{"type":"not_found_error",)"))
+      << no_path.body();
 
   // OpenAI's doors keep OpenAI's shape.
   const Response openai = post("/v1/chat/completions", R"({"model":"nope","messages":[]})", {});

@@ -115,6 +115,11 @@ std::vector<ModelStats> FakeModelService::stats() const {
   return {ModelStats{"fake", active_count(), 0, 0.25, 0.5}};
 }
 
+std::vector<openai::ChatMessage> FakeModelService::last_chat_messages() const {
+  std::lock_guard lock(mutex_);
+  return last_chat_messages_;
+}
+
 int FakeModelService::active_count() const {
   std::lock_guard lock(mutex_);
   return static_cast<int>(active_.size());
@@ -153,6 +158,10 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
 
 openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_chat(
     const openai::ChatCompletionRequest& request, std::string& model_id) {
+  {
+    std::lock_guard lock(mutex_);
+    last_chat_messages_ = request.messages;
+  }
   std::string prompt;
   for (const auto& message : request.messages) prompt += message.content.value_or("");
   return start(request.model, prompt, request.sampling.n, request.sampling.max_tokens, model_id);

@@ -50,6 +50,8 @@ class FakeModelService final : public ModelService {
   int cancelled_count() const { return cancelled_.load(); }
   int active_count() const;
   int started_count() const { return started_.load(); }
+  // The messages of the latest start_chat call, as the server built them.
+  std::vector<openai::ChatMessage> last_chat_messages() const;
   // True while a "BLOCK" stream holds the thread that reads it.
   bool blocking() const { return blocking_.load(); }
 
@@ -70,6 +72,7 @@ class FakeModelService final : public ModelService {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<std::shared_ptr<State>> active_;
+  std::vector<openai::ChatMessage> last_chat_messages_;  // under mutex_
   bool stopping_ = false;
   std::thread producer_;
 };

@@ -132,6 +132,7 @@ TEST_F(EngineBehaviourTest, StopStringsAreHeldBackAndNeverEmitted) {
         << streamed;
     if (event.done) {
       EXPECT_EQ(event.finish_reason, FinishReason::stop);
+      EXPECT_EQ(event.stop_string, "named Li");  // Anthropic's stop_sequence
       break;
     }
   }

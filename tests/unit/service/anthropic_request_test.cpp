@@ -240,6 +240,16 @@ TEST(AnthropicRequestTest, RejectsBadMessagesNamingTheBlock) {
   expect_rejected("[]", "");
 }
 
+// count_tokens rendered a prefill (a final assistant message) as a closed turn with a new
+// generation prompt, so its count differed from the same request's usage.
+TEST(AnthropicRequestTest, CountTokensContinuesAPrefillAsTheMessageDoes) {
+  const auto request = parse_count_tokens_request(
+      R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure,"}]})");
+  ASSERT_TRUE(request.ok()) << request.error().message;
+  EXPECT_TRUE(request->continue_final_message);
+  EXPECT_FALSE(request->add_generation_prompt);
+}
+
 TEST(AnthropicRequestTest, CountTokensNeedsNoMaxTokens) {
   const auto request = parse_count_tokens_request(
       R"({"model":"m","system":"s","messages":[{"role":"user","content":"hi"}],)"

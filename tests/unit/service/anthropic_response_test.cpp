@@ -102,6 +102,20 @@ TEST(AnthropicResponseTest, MessageWithThinkingTextAndToolUse) {
             R"("cache_creation_input_tokens":0,"cache_read_input_tokens":4,"output_tokens":3}})");
 }
 
+// Text the model wrote after a call used to be moved before it in a non-streamed message.
+TEST(AnthropicResponseTest, TextAfterACallStaysAfterIt) {
+  std::vector<openai::ChoiceOutput> choices(1);
+  choices[0].text = "Let me check.Done.";
+  choices[0].tool_calls = {{0, "a1", "f", R"({})"}};
+  choices[0].tool_call_text_offsets = {13};
+  const std::string body = encode_message(kMeta, choices, Usage{1, 1, 0});
+  EXPECT_NE(body.find(R"("content":[{"type":"text","text":"Let me check."},)"
+                      R"({"type":"tool_use","id":"toolu_a1","name":"f","input":{}},)"
+                      R"({"type":"text","text":"Done."}])"),
+            std::string::npos)
+      << body;
+}
+
 TEST(AnthropicResponseTest, MessageWithTextOnlyOrNothing) {
   std::vector<openai::ChoiceOutput> choices(1);
   choices[0].text = "Hi \"there\"";
@@ -131,6 +145,26 @@ TEST(AnthropicStreamTest, TextOnly) {
                      block_delta(0, R"({"type":"text_delta","text":"lo"})") + block_stop(0) +
                      message_end("end_turn", R"({"input_tokens":5,"cache_creation_input_tokens":0,)"
                                              R"("cache_read_input_tokens":0,"output_tokens":2})"));
+}
+
+// A stop string used to come back as end_turn with stop_sequence null.
+TEST(AnthropicStreamTest, AStopStringIsReportedAsTheStopSequence) {
+  MessagesStreamEncoder encoder(kMeta);
+  std::string out;
+  encoder.start(out, 5);
+  encoder.delta(out, output("", "one, two"));
+  encoder.finish(out, 0, FinishReason::stop, "three");
+  encoder.done(out, Usage{5, 2, 0});
+  EXPECT_NE(out.find(R"("delta":{"stop_reason":"stop_sequence","stop_sequence":"three"})"),
+            std::string::npos)
+      << out;
+  std::vector<openai::ChoiceOutput> choices(1);
+  choices[0].text = "one, two";
+  choices[0].stop_sequence = "three";
+  const std::string body = encode_message(kMeta, choices, Usage{5, 2, 0});
+  EXPECT_NE(body.find(R"("stop_reason":"stop_sequence","stop_sequence":"three")"),
+            std::string::npos)
+      << body;
 }
 
 TEST(AnthropicStreamTest, ThinkingThenText) {

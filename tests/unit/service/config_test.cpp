@@ -309,6 +309,31 @@ TEST(Config, OutputParsersMustBeKnownNames) {
   EXPECT_EQ(off->models.at(0).tool_parser, "none");
 }
 
+TEST(Config, ReadsTheResponsesStore) {
+  const std::string models = "models:\n  - {name: m, path: /m}\n";
+  const auto defaults = parse_config(models, "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(defaults->server.responses_store.max_responses, 1000);
+  EXPECT_DOUBLE_EQ(defaults->server.responses_store.ttl_s, 3600);
+  const auto config =
+      parse_config("server:\n  responses_store: {max_responses: 0, ttl_s: 1.5}\n" + models,
+                   "test.yaml", kNoEnvironment);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->server.responses_store.max_responses, 0);
+  EXPECT_DOUBLE_EQ(config->server.responses_store.ttl_s, 1.5);
+  const std::string dumped = dump_config(*config);
+  EXPECT_NE(dumped.find("responses_store:\n    max_responses: 0\n    ttl_s: 1.5"),
+            std::string::npos)
+      << dumped;
+  EXPECT_EQ(error_of("server:\n  responses_store: {max_responses: -1}\n" + models),
+            "test.yaml:2: server.responses_store.max_responses must be >= 0");
+  EXPECT_EQ(error_of("server:\n  responses_store: {ttl_s: 0}\n" + models),
+            "test.yaml:2: server.responses_store.ttl_s must be > 0 seconds");
+  EXPECT_NE(error_of("server:\n  responses_store: {max_response: 5}\n" + models)
+                .find("did you mean 'max_responses'"),
+            std::string::npos);
+}
+
 TEST(Config, ErrorNamesFileLineAndKey) {
   const std::string yaml =
       "server:\n  port: 8000\nmodels:\n  - name: a\n    path: /a\n    max_num_seqs: 0\n";

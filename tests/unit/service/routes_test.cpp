@@ -50,6 +50,20 @@ TEST(RoutesTest, AnthropicMessagesWithAnyQuery) {
   EXPECT_EQ(endpoint_label(Endpoint::messages_count_tokens), "/v1/messages/count_tokens");
 }
 
+TEST(RoutesTest, ResponsesAndStoredResponses) {
+  EXPECT_EQ(match_route("POST", "/v1/responses")->endpoint, Endpoint::responses);
+  const auto stored = match_route("GET", "/v1/responses/resp_1");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->endpoint, Endpoint::response);
+  EXPECT_EQ(stored->path_parameter, "resp_1");
+  EXPECT_EQ(match_route("DELETE", "/v1/responses/resp_1")->endpoint, Endpoint::response_delete);
+  EXPECT_EQ(match_route("GET", "/v1/responses").error().status, 405);
+  EXPECT_EQ(match_route("PUT", "/v1/responses/resp_1").error().status, 405);
+  EXPECT_EQ(endpoint_label(Endpoint::responses), "/v1/responses");
+  EXPECT_EQ(endpoint_label(Endpoint::response), "/v1/responses/{id}");
+  EXPECT_EQ(endpoint_label(Endpoint::response_delete), "/v1/responses/{id}");
+}
+
 // A missing key and a wrong one get different messages.
 TEST(ApiKeysTest, MissingIsToldApartFromWrong) {
   const ApiKeys keys({"alpha"});

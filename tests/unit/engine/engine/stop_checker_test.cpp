@@ -28,6 +28,17 @@ TEST(StopCheckerTest, HoldsBackAPartialMatchUntilItResolves) {
   EXPECT_EQ(hit.text, "");
 }
 
+TEST(StopCheckerTest, ReportsWhichStopStringMatched) {
+  const std::vector<std::string> stops = {"later", "END", "E"};
+  StopChecker checker(stops);
+  EXPECT_TRUE(checker.push("abc").matched.empty());
+  const StopChecker::Result hit = checker.push(" xEND later");
+  EXPECT_TRUE(hit.stopped);
+  EXPECT_EQ(hit.text, " x");
+  // Earliest position wins; at the same position the first listed.
+  EXPECT_EQ(hit.matched, "END");
+}
+
 TEST(StopCheckerTest, EmitsTextBeforeAMatchInOneDelta) {
   const std::vector<std::string> stops = {"\n\n", "The end"};
   StopChecker checker(stops);

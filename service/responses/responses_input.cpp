@@ -1,0 +1,295 @@
+#include "service/responses/responses_input.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "service/openai/json_writer.h"
+
+namespace tern::service::responses {
+namespace {
+
+using openai::ChatMessage;
+using openai::ChatRole;
+using openai::invalid_request;
+
+void append_line(std::string& text, std::string_view more, bool& has_text) {
+  if (has_text) text += '\n';
+  text += more;
+  has_text = true;
+}
+
+// Collects items into chat turns. Consecutive assistant pieces (reasoning, text, calls) form one
+// assistant message, as chat templates expect: text and calls side by side, reasoning first.
+class Conversation {
+ public:
+  explicit Conversation(std::vector<ChatMessage>& messages) : messages_(messages) {}
+
+  void add(ChatMessage message) {
+    flush();
+    reasoning_.reset();  // a reasoning item answered by no assistant turn
+    messages_.push_back(std::move(message));
+  }
+
+  void add_assistant_text(std::string text) {
+    if (!calls_.empty()) flush();
+    ChatMessage& turn = assistant();
+    bool has_text = turn.content.has_value();
+    std::string content = turn.content.value_or("");
+    append_line(content, text, has_text);
+    turn.content = std::move(content);
+  }
+
+  void add_call(std::string call_json) {
+    assistant();
+    calls_.push_back(std::move(call_json));
+  }
+
+  void add_reasoning(std::string text) {
+    flush();
+    if (reasoning_) {
+      *reasoning_ += '\n';
+      *reasoning_ += text;
+    } else {
+      reasoning_ = std::move(text);
+    }
+  }
+
+  void flush() {
+    if (!turn_) return;
+    if (!calls_.empty()) {
+      std::string json = "[";
+      for (std::size_t i = 0; i < calls_.size(); ++i) {
+        if (i > 0) json += ',';
+        json += calls_[i];
+      }
+      json += ']';
+      turn_->tool_calls_json = std::move(json);
+    }
+    messages_.push_back(std::move(*turn_));
+    turn_.reset();
+    calls_.clear();
+  }
+
+ private:
+  ChatMessage& assistant() {
+    if (!turn_) {
+      turn_.emplace();
+      turn_->role = ChatRole::assistant;
+      if (reasoning_) turn_->reasoning_content = std::move(*reasoning_);
+      reasoning_.reset();
+    }
+    return *turn_;
+  }
+
+  std::vector<ChatMessage>& messages_;
+  std::optional<ChatMessage> turn_;  // the assistant turn being built
+  std::vector<std::string> calls_;   // its tool calls, each a JSON object
+  std::optional<std::string> reasoning_;
+};
+
+json::Check read_required_string(json::object& fields, std::string_view name,
+                                 const std::string& param, std::string& out) {
+  json::element value;
+  if (fields[name].get(value) != simdjson::SUCCESS || value.is_null()) {
+    return invalid_request(fmt::format("{}.{}", param, name),
+                           fmt::format("Missing required field '{}'", name),
+                           "missing_required_parameter");
+  }
+  return json::read_string(value, fmt::format("{}.{}", param, name), out);
+}
+
+// A string, or parts whose `text` is taken when their type is one of `text_types`.
+json::Check read_text_parts(const json::element& value, const std::string& param,
+                            std::initializer_list<std::string_view> text_types, std::string& out) {
+  std::string_view text;
+  if (value.get_string().get(text) == simdjson::SUCCESS) {
+    out = text;
+    return std::nullopt;
+  }
+  json::array parts;
+  if (value.get_array().get(parts) != simdjson::SUCCESS) {
+    return json::wrong_type(param, "string or array of content parts", value);
+  }
+  out.clear();
+  bool has_text = false;
+  std::size_t index = 0;
+  for (json::element part : parts) {
+    const std::string part_param = fmt::format("{}[{}]", param, index++);
+    json::object fields;
+    if (part.get_object().get(fields) != simdjson::SUCCESS) {
+      return json::wrong_type(part_param, "object", part);
+    }
+    std::string type;
+    if (json::Check error = read_required_string(fields, "type", part_param, type)) return error;
+    if (std::find(text_types.begin(), text_types.end(), type) == text_types.end()) {
+      const bool media = type == "input_image" || type == "input_file" || type == "input_audio";
+      return invalid_request(
+          part_param + ".type",
+          media ? fmt::format("Content parts of type '{}' are not supported: tern serves "
+                              "text-only models",
+                              type)
+                : fmt::format("Content parts of type '{}' are not supported here", type),
+          "invalid_value");
+    }
+    std::string part_text;
+    if (json::Check error = read_required_string(fields, "text", part_param, part_text)) {
+      return error;
+    }
+    append_line(out, part_text, has_text);
+  }
+  return std::nullopt;
+}
+
+json::Check read_message(json::object& fields, const std::string& param,
+                         Conversation& conversation) {
+  std::string role;
+  if (json::Check error = read_required_string(fields, "role", param, role)) return error;
+  json::element content;
+  if (fields["content"].get(content) != simdjson::SUCCESS || content.is_null()) {
+    return invalid_request(param + ".content", "Each message needs 'content'",
+                           "missing_required_parameter");
+  }
+  std::string text;
+  if (json::Check error = read_text_parts(content, param + ".content",
+                                          {"input_text", "output_text", "text"}, text)) {
+    return error;
+  }
+  if (role == "assistant") {
+    conversation.add_assistant_text(std::move(text));
+    return std::nullopt;
+  }
+  ChatMessage message;
+  if (role == "user") {
+    message.role = ChatRole::user;
+  } else if (role == "system") {
+    message.role = ChatRole::system;
+  } else if (role == "developer") {
+    message.role = ChatRole::developer;
+  } else {
+    return invalid_request(
+        param + ".role",
+        fmt::format("Invalid role '{}': expected user, system, developer or assistant", role),
+        "invalid_value");
+  }
+  message.content = std::move(text);
+  conversation.add(std::move(message));
+  return std::nullopt;
+}
+
+// {"id": call_id, "type": "function", "function": {"name", "arguments"}}, as chat messages
+// carry tool calls; the arguments stay JSON text.
+json::Check read_function_call(json::object& fields, const std::string& param,
+                               Conversation& conversation) {
+  std::string call_id;
+  std::string name;
+  std::string arguments;
+  if (json::Check error = read_required_string(fields, "call_id", param, call_id)) return error;
+  if (json::Check error = read_required_string(fields, "name", param, name)) return error;
+  if (json::Check error = read_required_string(fields, "arguments", param, arguments)) {
+    return error;
+  }
+  std::string call;
+  openai::JsonWriter json(call);
+  json.begin_object().field("id", call_id).field("type", "function").key("function");
+  json.begin_object().field("name", name).field("arguments", arguments).end_object().end_object();
+  conversation.add_call(std::move(call));
+  return std::nullopt;
+}
+
+json::Check read_function_call_output(json::object& fields, const std::string& param,
+                                      Conversation& conversation) {
+  ChatMessage result;
+  result.role = ChatRole::tool;
+  if (json::Check error = read_required_string(fields, "call_id", param, result.tool_call_id)) {
+    return error;
+  }
+  json::element output;
+  if (fields["output"].get(output) != simdjson::SUCCESS || output.is_null()) {
+    return invalid_request(param + ".output", "Missing required field 'output'",
+                           "missing_required_parameter");
+  }
+  std::string text;
+  if (json::Check error =
+          read_text_parts(output, param + ".output", {"input_text", "output_text"}, text)) {
+    return error;
+  }
+  result.content = std::move(text);
+  conversation.add(std::move(result));
+  return std::nullopt;
+}
+
+// The reasoning's own text when the item has it; else its summary. encrypted_content is
+// OpenAI's own and means nothing to another model.
+json::Check read_reasoning(json::object& fields, const std::string& param,
+                           Conversation& conversation) {
+  std::string text;
+  for (const std::string_view key : {"content", "summary"}) {
+    json::element parts;
+    if (fields[key].get(parts) != simdjson::SUCCESS || parts.is_null()) continue;
+    const std::string_view type = key == "content" ? "reasoning_text" : "summary_text";
+    if (!parts.is_array())
+      return json::wrong_type(fmt::format("{}.{}", param, key), "array", parts);
+    if (json::Check error =
+            read_text_parts(parts, fmt::format("{}.{}", param, key), {type}, text)) {
+      return error;
+    }
+    if (!text.empty()) break;
+  }
+  if (!text.empty()) conversation.add_reasoning(std::move(text));
+  return std::nullopt;
+}
+
+json::Check read_item(const json::element& value, std::size_t index, Conversation& conversation) {
+  const std::string param = fmt::format("input[{}]", index);
+  json::object fields;
+  if (value.get_object().get(fields) != simdjson::SUCCESS) {
+    return json::wrong_type(param, "object", value);
+  }
+  std::string type = "message";  // an "easy input message" leaves the type out
+  json::element type_value;
+  if (fields["type"].get(type_value) == simdjson::SUCCESS && !type_value.is_null()) {
+    if (json::Check error = json::read_string(type_value, param + ".type", type)) return error;
+  }
+  if (type == "message") return read_message(fields, param, conversation);
+  if (type == "function_call") return read_function_call(fields, param, conversation);
+  if (type == "function_call_output") {
+    return read_function_call_output(fields, param, conversation);
+  }
+  if (type == "reasoning") return read_reasoning(fields, param, conversation);
+  return invalid_request(param + ".type",
+                         fmt::format("Input items of type '{}' are not supported: tern takes "
+                                     "message, function_call, function_call_output and "
+                                     "reasoning items",
+                                     type),
+                         "invalid_value");
+}
+
+}  // namespace
+
+json::Check read_input(const json::element& value, std::vector<ChatMessage>& messages) {
+  std::string_view text;
+  if (value.get_string().get(text) == simdjson::SUCCESS) {
+    ChatMessage message;
+    message.role = ChatRole::user;
+    message.content = std::string(text);
+    messages.push_back(std::move(message));
+    return std::nullopt;
+  }
+  json::array items;
+  if (value.get_array().get(items) != simdjson::SUCCESS) {
+    return json::wrong_type("input", "string or array of input items", value);
+  }
+  Conversation conversation(messages);
+  std::size_t index = 0;
+  for (json::element item : items) {
+    if (json::Check error = read_item(item, index++, conversation)) return error;
+  }
+  conversation.flush();
+  return std::nullopt;
+}
+
+}  // namespace tern::service::responses

@@ -1,0 +1,275 @@
+#include "service/responses/responses_request.h"
+
+#include <fmt/format.h>
+
+#include "service/openai/json_writer.h"
+#include "service/openai/unimplemented_fields.h"
+#include "service/responses/responses_input.h"
+
+namespace tern::service::responses {
+namespace {
+
+using openai::invalid_request;
+using openai::not_implemented;
+
+json::Check read_optional_string(const json::element& value, std::string_view param,
+                                 std::optional<std::string>& out) {
+  std::string text;
+  if (json::Check error = json::read_string(value, param, text)) return error;
+  out = std::move(text);
+  return std::nullopt;
+}
+
+// Function tools, flat ({type, name, description, parameters, strict}), become chat-shaped
+// tools for the template. Codex also sends tools that OpenAI runs or that need their own
+// output format (web_search, local_shell, custom, ...): tern can run none of them and the model
+// is not told of them, so they are dropped rather than refused.
+json::Check read_tools(const json::element& value, ResponsesRequest& request) {
+  json::array tools;
+  if (value.get_array().get(tools) != simdjson::SUCCESS) {
+    return json::wrong_type("tools", "array", value);
+  }
+  std::string chat_tools;
+  openai::JsonWriter chat(chat_tools);
+  chat.begin_array();
+  std::string echoed;
+  openai::JsonWriter echo(echoed);
+  echo.begin_array();
+  bool any = false;
+  std::size_t index = 0;
+  for (json::element tool : tools) {
+    const std::string param = fmt::format("tools[{}]", index++);
+    json::object fields;
+    if (tool.get_object().get(fields) != simdjson::SUCCESS) {
+      return json::wrong_type(param, "object", tool);
+    }
+    std::string_view type;
+    if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
+      return invalid_request(param + ".type", "Each tool needs a string 'type'",
+                             "missing_required_parameter");
+    }
+    if (type != "function") continue;
+    std::string_view name;
+    if (fields["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
+      return invalid_request(param + ".name", "Each function tool needs a non-empty string 'name'",
+                             "missing_required_parameter");
+    }
+    chat.begin_object().field("type", "function").key("function").begin_object();
+    chat.field("name", name);
+    json::element description;
+    if (fields["description"].get(description) == simdjson::SUCCESS && !description.is_null()) {
+      if (!description.is_string()) {
+        return json::wrong_type(param + ".description", "string", description);
+      }
+      chat.key("description").raw(json::to_json(description));
+    }
+    json::element parameters;
+    if (fields["parameters"].get(parameters) == simdjson::SUCCESS && !parameters.is_null()) {
+      if (!parameters.is_object()) {
+        return json::wrong_type(param + ".parameters", "object", parameters);
+      }
+      chat.key("parameters").raw(json::to_json(parameters));
+    }
+    chat.end_object().end_object();
+    echo.raw(json::to_json(tool));
+    any = true;
+  }
+  chat.end_array();
+  echo.end_array();
+  request.tools_json = any ? std::move(chat_tools) : std::string();
+  request.settings.tools_json = std::move(echoed);
+  return std::nullopt;
+}
+
+json::Check read_tool_choice(const json::element& value, ResponsesRequest& request) {
+  std::string_view mode;
+  if (value.get_string().get(mode) != simdjson::SUCCESS) {
+    if (!value.is_object()) return json::wrong_type("tool_choice", "string or object", value);
+    // A named function, allowed_tools or a hosted tool: each forces or limits the calls.
+    return not_implemented("tool_choice",
+                           "'tool_choice' as an object is not supported yet (tern cannot force "
+                           "or restrict tool calls); use 'auto' or 'none'");
+  }
+  if (mode == "required") {
+    return not_implemented("tool_choice",
+                           "'tool_choice' 'required' is not supported yet (tern cannot force a "
+                           "tool call); use 'auto' or 'none'");
+  }
+  if (mode != "auto" && mode != "none") {
+    return invalid_request(
+        "tool_choice",
+        fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
+        "invalid_value");
+  }
+  request.settings.tool_choice = std::string(mode);
+  request.tool_choice_json = fmt::format("\"{}\"", mode);
+  return std::nullopt;
+}
+
+// reasoning.effort as the chat door's reasoning_effort maps it: a budget of reasoning tokens.
+// reasoning.summary is accepted: tern returns the reasoning itself, never a summary.
+json::Check read_reasoning(const json::element& value, ResponsesRequest& request) {
+  json::object fields;
+  if (value.get_object().get(fields) != simdjson::SUCCESS) {
+    return json::wrong_type("reasoning", "object", value);
+  }
+  json::element effort_value;
+  if (fields["effort"].get(effort_value) != simdjson::SUCCESS || effort_value.is_null()) {
+    return std::nullopt;
+  }
+  std::string effort;
+  if (json::Check error = json::read_string(effort_value, "reasoning.effort", effort)) {
+    return error;
+  }
+  if (effort == "none" || effort == "minimal") {
+    request.reasoning_budget_tokens = 0;
+  } else if (effort == "low") {
+    request.reasoning_budget_tokens = openai::kLowReasoningEffortTokens;
+  } else if (effort == "medium") {
+    request.reasoning_budget_tokens = openai::kMediumReasoningEffortTokens;
+  } else if (effort == "high" || effort == "xhigh") {
+    request.reasoning_budget_tokens.reset();
+  } else {
+    return invalid_request("reasoning.effort",
+                           fmt::format("Invalid value for 'reasoning.effort': '{}' is not none, "
+                                       "minimal, low, medium, high or xhigh",
+                                       effort),
+                           "invalid_value");
+  }
+  request.settings.reasoning_effort = std::move(effort);
+  return std::nullopt;
+}
+
+// text.format other than text asks for structured outputs; text.verbosity only tunes length.
+json::Check read_text(const json::element& value) {
+  json::object fields;
+  if (value.get_object().get(fields) != simdjson::SUCCESS) {
+    return json::wrong_type("text", "object", value);
+  }
+  json::element format;
+  if (fields["format"].get(format) != simdjson::SUCCESS || format.is_null()) return std::nullopt;
+  json::object format_fields;
+  if (format.get_object().get(format_fields) != simdjson::SUCCESS) {
+    return json::wrong_type("text.format", "object", format);
+  }
+  std::string_view type;
+  if (format_fields["type"].get_string().get(type) != simdjson::SUCCESS) {
+    return invalid_request("text.format.type", "'text.format' needs a string 'type'",
+                           "missing_required_parameter");
+  }
+  if (type == "text") return std::nullopt;
+  return not_implemented("text.format",
+                         fmt::format("'text.format' of type '{}' (structured outputs) is not "
+                                     "supported yet; only 'text' is",
+                                     type));
+}
+
+json::Check read_metadata(const json::element& value, ResponseSettings& settings) {
+  if (!value.is_object()) return json::wrong_type("metadata", "object", value);
+  settings.metadata_json = json::to_json(value);
+  return std::nullopt;
+}
+
+// Fields that would change how or what tern answers, and that it cannot do yet.
+json::Check refuse(std::string_view key, const json::element& value) {
+  if (key == "background") {
+    bool background = false;
+    if (json::Check error = json::read_bool(value, key, background)) return error;
+    if (!background) return std::nullopt;
+    return not_implemented("background", "'background' responses are not supported yet");
+  }
+  if (key == "conversation") {
+    return not_implemented("conversation",
+                           "'conversation' is not supported: tern keeps no conversations; use "
+                           "'previous_response_id' or send the history in 'input'");
+  }
+  if (key == "prompt") {
+    return not_implemented("prompt", "'prompt' (stored prompt templates) is not supported");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view body) {
+  auto root = json::parse_object_body(body);
+  if (!root) return root.error();
+  ResponsesRequest request;
+  std::vector<openai::ChatMessage> input;
+  bool has_input = false;
+  for (auto [key, value] : *root) {
+    json::Check error;
+    ResponseSettings& settings = request.settings;
+    if (value.is_null()) continue;  // null means "not given", as for the other doors
+    if (key == "model") {
+      error = json::read_string(value, key, request.model);
+    } else if (key == "input") {
+      error = read_input(value, input);
+      has_input = true;
+    } else if (key == "instructions") {
+      error = read_optional_string(value, key, settings.instructions);
+    } else if (key == "max_output_tokens") {
+      int tokens = 0;
+      error = json::read_int(value, key, 1, openai::kMaxTokensLimit, tokens);
+      request.sampling.max_tokens = settings.max_output_tokens = tokens;
+    } else if (key == "temperature") {
+      double temperature = 0;
+      error = json::read_number(value, key, 0.0, 2.0, temperature);
+      request.sampling.temperature = settings.temperature = temperature;
+    } else if (key == "top_p") {
+      double top_p = 0;
+      error = json::read_number(value, key, 0.0, 1.0, top_p);
+      if (!error && top_p <= 0.0) {
+        error = invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
+                                "invalid_value");
+      }
+      request.sampling.top_p = settings.top_p = top_p;
+    } else if (key == "stream") {
+      error = json::read_bool(value, key, request.stream);
+    } else if (key == "tools") {
+      error = read_tools(value, request);
+    } else if (key == "tool_choice") {
+      error = read_tool_choice(value, request);
+    } else if (key == "reasoning") {
+      error = read_reasoning(value, request);
+    } else if (key == "text") {
+      error = read_text(value);
+    } else if (key == "store") {
+      error = json::read_bool(value, key, settings.store);
+    } else if (key == "previous_response_id") {
+      error = read_optional_string(value, key, settings.previous_response_id);
+    } else if (key == "metadata") {
+      error = read_metadata(value, settings);
+    } else if (key == "parallel_tool_calls") {
+      error = json::read_bool(value, key, settings.parallel_tool_calls);
+    } else if (key == "user") {
+      error = read_optional_string(value, key, settings.user);
+      if (!error) request.user = *settings.user;
+    } else if (key == "include") {
+      if (!value.is_array()) error = json::wrong_type(key, "array of strings", value);
+    } else {
+      error = refuse(key, value);
+    }
+    // Anything else is ignored: prompt_cache_key, service_tier, truncation, safety_identifier,
+    // max_tool_calls, stream_options, top_logprobs and fields newer than this parser.
+    if (error) return *std::move(error);
+  }
+  if (!has_input) {
+    return invalid_request("input", "Missing required parameter: 'input'",
+                           "missing_required_parameter");
+  }
+  if (input.empty() && !request.settings.previous_response_id) {
+    return invalid_request("input", "'input' must contain at least one item", "invalid_value");
+  }
+  if (request.settings.instructions) {
+    openai::ChatMessage system;
+    system.role = openai::ChatRole::system;
+    system.content = *request.settings.instructions;
+    request.messages.push_back(std::move(system));
+  }
+  request.messages.insert(request.messages.end(), std::make_move_iterator(input.begin()),
+                          std::make_move_iterator(input.end()));
+  return request;
+}
+
+}  // namespace tern::service::responses
