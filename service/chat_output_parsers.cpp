@@ -53,6 +53,7 @@ OutputParserSpec output_parsers_for(const engine::ServedModel& model,
   if (!request.tools_json.empty() && !tool_choice_is_none(request.tool_choice_json)) {
     spec.tool_parser = configured_or(model.spec.tool_parser, chat_template.tool_call_parser());
     if (!spec.tool_parser.empty()) spec.tool_names = function_names(request.tools_json);
+    if (!request.parallel_tool_calls) spec.max_tool_calls = 1;
   }
   return spec;
 }

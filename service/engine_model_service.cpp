@@ -133,6 +133,11 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   OutputParserSpec parsers = output_parsers_for(model, request, *prompt);
   if (parsers.active()) {
     built->kept_special_tokens = parser_marker_tokens(*model.tokenizer, parsers);
+    if (request.sampling.skip_special_tokens) {
+      for (const std::int32_t token : built->kept_special_tokens) {
+        parsers.hidden_markers.push_back(model.tokenizer->decode({&token, 1}, false));
+      }
+    }
     built->reasoning_budget =
         reasoning_budget_for(*model.tokenizer, parsers, request.reasoning_budget_tokens);
   }

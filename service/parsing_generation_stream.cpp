@@ -30,6 +30,18 @@ ParsingGenerationStream::Choice& ParsingGenerationStream::choice(int index) {
   return *choices_[slot];
 }
 
+namespace {
+
+void erase_all(std::string& text, const std::vector<std::string>& markers) {
+  for (const std::string& marker : markers) {
+    for (std::size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at)) {
+      text.erase(at, marker.size());
+    }
+  }
+}
+
+}  // namespace
+
 // One event in, one or more out: each parsed call closes an event, so text written after a
 // call always arrives in a later event than the call.
 void ParsingGenerationStream::convert(GenerationEvent& event) {
@@ -42,6 +54,29 @@ void ParsingGenerationStream::convert(GenerationEvent& event) {
   state.parser.feed(event.text, parsed_);
   const bool finishing = event.kind == GenerationEvent::Kind::finish;
   if (finishing) state.parser.finish(parsed_);
+  if (!spec_.hidden_markers.empty()) {
+    // Marker text left in content came whole from the parser (it holds a marker until it
+    // decides); calls' offsets into the content move with what is taken out before them.
+    if (parsed_.tool_calls.empty()) {
+      erase_all(parsed_.content, spec_.hidden_markers);
+    } else {
+      std::string kept;
+      std::size_t from = 0;
+      for (engine::chat::ParsedToolCall& call : parsed_.tool_calls) {
+        const std::size_t to = std::clamp(call.content_before, from, parsed_.content.size());
+        std::string piece = parsed_.content.substr(from, to - from);
+        erase_all(piece, spec_.hidden_markers);
+        kept += piece;
+        call.content_before = kept.size();
+        from = to;
+      }
+      std::string tail = parsed_.content.substr(from);
+      erase_all(tail, spec_.hidden_markers);
+      kept += tail;
+      parsed_.content = std::move(kept);
+    }
+    erase_all(parsed_.reasoning, spec_.hidden_markers);
+  }
 
   GenerationEvent out;
   out.index = event.index;
@@ -50,6 +85,7 @@ void ParsingGenerationStream::convert(GenerationEvent& event) {
   const std::string& content = parsed_.content;
   std::size_t content_used = 0;
   for (engine::chat::ParsedToolCall& call : parsed_.tool_calls) {
+    if (spec_.max_tool_calls >= 0 && state.calls >= spec_.max_tool_calls) continue;
     const std::size_t before = std::clamp(call.content_before, content_used, content.size());
     out.text.append(content, content_used, before - content_used);
     content_used = before;

@@ -18,6 +18,11 @@ struct OutputParserSpec {
   std::string reasoning_parser;      // vLLM's name; empty: no reasoning split
   bool starts_in_reasoning = false;  // the prompt ends in the opening marker
   std::vector<std::string> tool_names;
+  int max_tool_calls = -1;  // per choice; -1: no limit (parallel_tool_calls false gives 1)
+  // Marker texts that are special tokens, taken out of what reaches the client when it asked
+  // for skip_special_tokens: the parser saw them, and text they did not make a call of is
+  // content without them.
+  std::vector<std::string> hidden_markers;
 
   bool active() const { return !tool_parser.empty() || !reasoning_parser.empty(); }
 };

@@ -66,7 +66,7 @@ void DeepseekV3ToolParser::end_call(std::size_t end, ParsedOutput& out) {
     arguments = read_tool_arguments(held.substr(json_begin_, json_end_ - json_begin_));
   }
   if (arguments) {
-    out.tool_calls.push_back(ParsedToolCall{std::string(name), std::move(*arguments)});
+    out.add_call(ParsedToolCall{std::string(name), std::move(*arguments)});
   } else {
     out.content.append(held.substr(0, end));
   }

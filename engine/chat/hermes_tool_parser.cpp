@@ -30,7 +30,7 @@ void HermesToolParser::end_call(std::size_t end, ParsedOutput& out) {
       read_tool_call_object(std::string_view(buffer_).substr(json_begin_, json_end_ - json_begin_),
                             tool_names_, arguments_keys);
   if (call) {
-    out.tool_calls.push_back(std::move(*call));
+    out.add_call(std::move(*call));
   } else {
     out.content.append(buffer_, 0, end);
   }

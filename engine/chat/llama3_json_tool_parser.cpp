@@ -100,7 +100,7 @@ void Llama3JsonToolParser::finish(ParsedOutput& out) {
   const bool calls_complete =
       (state_ == State::after_call || state_ == State::before_call) && !calls_.empty();
   if (calls_complete) {
-    for (ParsedToolCall& call : calls_) out.tool_calls.push_back(std::move(call));
+    for (ParsedToolCall& call : calls_) out.add_call(std::move(call));
   } else {
     out.content.append(buffer_);
   }

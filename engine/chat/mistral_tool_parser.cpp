@@ -79,7 +79,7 @@ void MistralToolParser::report_json_calls(std::size_t end, ParsedOutput& out) {
     reject(end, out);
     return;
   }
-  for (ParsedToolCall& call : calls) out.tool_calls.push_back(std::move(call));
+  for (ParsedToolCall& call : calls) out.add_call(std::move(call));
   accept(end);
 }
 
@@ -180,7 +180,7 @@ void MistralToolParser::advance(ParsedOutput& out) {
           reject(scan_, out);
           break;
         }
-        out.tool_calls.push_back(ParsedToolCall{std::string(name), std::move(*arguments)});
+        out.add_call(ParsedToolCall{std::string(name), std::move(*arguments)});
         accept(scan_);
         break;
       }

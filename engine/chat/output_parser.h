@@ -34,6 +34,11 @@ struct ParsedOutput {
   std::vector<ParsedToolCall> tool_calls;
 
   bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+  // Appends a call found after all of `content` so far (its content_before).
+  void add_call(ParsedToolCall call) {
+    call.content_before = content.size();
+    tool_calls.push_back(std::move(call));
+  }
   void clear() {
     content.clear();
     reasoning.clear();

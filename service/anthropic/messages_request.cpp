@@ -76,10 +76,15 @@ json::Check read_tools(const json::element& value, std::string& tools_json) {
   return std::nullopt;
 }
 
-json::Check read_tool_choice(const json::element& value, std::string& tool_choice_json) {
+json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& request) {
+  std::string& tool_choice_json = request.tool_choice_json;
   json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
     return json::wrong_type("tool_choice", "object", value);
+  }
+  bool disable_parallel = false;
+  if (fields["disable_parallel_tool_use"].get_bool().get(disable_parallel) == simdjson::SUCCESS) {
+    request.parallel_tool_calls = !disable_parallel;
   }
   std::string_view type;
   if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
@@ -242,7 +247,7 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
     } else if (key == "tools") {
       error = read_tools(value, request.tools_json);
     } else if (key == "tool_choice") {
-      error = read_tool_choice(value, request.tool_choice_json);
+      error = read_tool_choice(value, request);
     } else if (key == "thinking") {
       error = read_thinking(value, request);
     } else if (key == "output_format") {

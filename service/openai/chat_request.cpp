@@ -285,6 +285,8 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
       error = read_tools(value, request.tools_json);
     } else if (key == "tool_choice") {
       error = read_tool_choice(value, request.tool_choice_json);
+    } else if (key == "parallel_tool_calls") {
+      error = json::read_bool(value, key, request.parallel_tool_calls);
     } else if (key == "chat_template_kwargs") {
       error = read_template_kwargs(value, request.chat_template_kwargs_json);
     } else if (key == "reasoning_effort") {

@@ -37,6 +37,8 @@ struct ChatCompletionRequest {
   // Passed through to the chat template as compact JSON; empty when absent.
   std::string tools_json;
   std::string tool_choice_json;
+  // False: at most one tool call per turn; later calls in the output are dropped, as vLLM does.
+  bool parallel_tool_calls = true;
   std::string chat_template_kwargs_json;
   // The most tokens a reasoning model may think for before tern closes its reasoning:
   // reasoning_effort here, Anthropic's thinking.budget_tokens. Unset: no cap.

@@ -242,6 +242,7 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
       error = read_metadata(value, settings);
     } else if (key == "parallel_tool_calls") {
       error = json::read_bool(value, key, settings.parallel_tool_calls);
+      request.parallel_tool_calls = settings.parallel_tool_calls;
     } else if (key == "user") {
       error = read_optional_string(value, key, settings.user);
       if (!error) request.user = *settings.user;

@@ -190,6 +190,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start
   if (!request.tools_json.empty() && request.tool_choice_json != R"("none")") {
     parsers.tool_parser = "hermes";
     parsers.tool_names = service::function_names(request.tools_json);
+    if (!request.parallel_tool_calls) parsers.max_tool_calls = 1;
   }
   return std::unique_ptr<GenerationStream>(std::make_unique<service::ParsingGenerationStream>(
       std::make_unique<ScriptedStream>(std::move(feed)), std::move(parsers)));

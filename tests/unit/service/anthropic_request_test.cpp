@@ -72,6 +72,7 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
             R"(city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},)"
             R"({"type":"function","function":{"name":"noop","parameters":{"type":"object"}}}])");
   EXPECT_EQ(request->tool_choice_json, R"("auto")");
+  EXPECT_FALSE(request->parallel_tool_calls);  // disable_parallel_tool_use
   EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":true})");
   EXPECT_EQ(request->reasoning_budget_tokens, 2048);
   EXPECT_TRUE(request->add_generation_prompt);

@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "service/openai/chat_request.h"
 #include "service/openai/completion_request.h"
 #include "service/openai/tokenize_request.h"
@@ -26,7 +28,8 @@ TEST(ChatRequestTest, ParsesEveryField) {
     "repetition_penalty": 1.1, "min_tokens": 2, "ignore_eos": true,
     "chat_template_kwargs": {"enable_thinking": false},
     "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
-    "tool_choice": "auto", "unknown_field": {"deep": [1, 2, 3]},
+    "tool_choice": "auto", "parallel_tool_calls": false, "reasoning_effort": "low",
+    "unknown_field": {"deep": [1, 2, 3]},
     "messages": [
       {"role": "system", "content": "be brief"},
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
@@ -56,6 +59,8 @@ TEST(ChatRequestTest, ParsesEveryField) {
   EXPECT_EQ(request->user, "u");
   EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":false})");
   EXPECT_EQ(request->tool_choice_json, R"("auto")");
+  EXPECT_FALSE(request->parallel_tool_calls);
+  EXPECT_EQ(request->reasoning_budget_tokens, kLowReasoningEffortTokens);
   EXPECT_EQ(request->tools_json,
             R"([{"type":"function","function":{"name":"f","parameters":{}}}])");
   ASSERT_EQ(request->messages.size(), 4u);
@@ -66,6 +71,25 @@ TEST(ChatRequestTest, ParsesEveryField) {
             R"([{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}])");
   EXPECT_EQ(request->messages[3].role, ChatRole::tool);
   EXPECT_EQ(request->messages[3].tool_call_id, "c1");
+}
+
+TEST(ChatRequestTest, ReasoningEffortIsABudget) {
+  const auto budget = [](std::string_view effort) {
+    const auto request = parse_chat_completion_request(fmt::format(
+        R"({{"messages":[{{"role":"user","content":"hi"}}],"reasoning_effort":"{}"}})", effort));
+    EXPECT_TRUE(request.ok()) << effort;
+    return request.ok() ? request->reasoning_budget_tokens : std::optional<int>(-1);
+  };
+  EXPECT_EQ(budget("none"), 0);
+  EXPECT_EQ(budget("minimal"), 0);
+  EXPECT_EQ(budget("medium"), kMediumReasoningEffortTokens);
+  EXPECT_EQ(budget("high"), std::nullopt);
+  const auto bad = parse_chat_completion_request(
+      R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"max"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().param, "reasoning_effort");
+  EXPECT_TRUE(parse_chat_completion_request(R"({"messages":[{"role":"user","content":"hi"}]})")
+                  ->parallel_tool_calls);
 }
 
 TEST(ChatRequestTest, NullMeansNotGiven) {

@@ -125,6 +125,52 @@ TEST(ParsingGenerationStream, EachChoiceHasItsOwnParserAndCallNumbers) {
   EXPECT_EQ(second_reason, FinishReason::stop);
 }
 
+// parallel_tool_calls false: the first call of a turn, and no more.
+TEST(ParsingGenerationStream, AtMostOneCallWithoutParallelToolCalls) {
+  const std::string call = R"(<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>)";
+  std::deque<GenerationEvent> script;
+  script.push_back(delta(0, call + call));
+  script.push_back(finish(0, call));
+  script.push_back(done());
+  OutputParserSpec spec = qwen3_spec();
+  spec.max_tool_calls = 1;
+  ParsingGenerationStream stream(std::make_unique<ScriptedStream>(std::move(script)),
+                                 std::move(spec));
+  int calls = 0;
+  for (const GenerationEvent& event : drain(stream)) {
+    calls += static_cast<int>(event.tool_calls.size());
+    if (event.kind == GenerationEvent::Kind::finish) {
+      EXPECT_EQ(event.finish_reason, FinishReason::tool_calls);
+    }
+  }
+  EXPECT_EQ(calls, 1);
+}
+
+// Markers that are special tokens reach the parser, but not a client that asked for special
+// tokens to be skipped: a malformed call's text comes back without them.
+TEST(ParsingGenerationStream, HiddenMarkersLeaveTheContent) {
+  const std::string good = R"(<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>)";
+  const std::string broken = R"(<tool_call>{"name": </tool_call>)";
+  std::deque<GenerationEvent> script;
+  script.push_back(delta(0, "a" + broken + "b" + good + "c"));
+  script.push_back(finish(0, ""));
+  script.push_back(done());
+  OutputParserSpec spec = qwen3_spec();
+  spec.hidden_markers = {"<tool_call>", "</tool_call>"};
+  ParsingGenerationStream stream(std::make_unique<ScriptedStream>(std::move(script)),
+                                 std::move(spec));
+  std::string before_call;
+  std::string after_call;
+  int calls = 0;
+  for (const GenerationEvent& event : drain(stream)) {
+    (calls == 0 ? before_call : after_call) += event.text;
+    calls += static_cast<int>(event.tool_calls.size());
+  }
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(before_call, R"(a{"name": b)");
+  EXPECT_EQ(after_call, "c");
+}
+
 TEST(ParsingGenerationStream, AMalformedCallIsContentAndTheReasonStays) {
   const std::string broken = R"(<tool_call>{"name": "get_weather", "arguments": {</tool_call>)";
   std::deque<GenerationEvent> script;

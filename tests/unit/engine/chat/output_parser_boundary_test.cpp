@@ -23,13 +23,13 @@ using testing::parse_bytes;
 using testing::parse_pieces;
 using testing::parse_split;
 using testing::parse_whole;
-using testing::same_output;
+using testing::same_parse;
 
 TEST(OutputParserBoundary, EverySplitInTwoMatchesTheWhole) {
   for (const OutputCase& output : output_cases()) {
     const ParsedOutput whole = parse_whole(output.spec, output.text);
     for (std::size_t cut = 0; cut <= output.text.size(); ++cut) {
-      ASSERT_TRUE(same_output(whole, parse_split(output.spec, output.text, cut)))
+      ASSERT_TRUE(same_parse(whole, parse_split(output.spec, output.text, cut)))
           << output.name << " cut at byte " << cut;
     }
   }
@@ -38,7 +38,7 @@ TEST(OutputParserBoundary, EverySplitInTwoMatchesTheWhole) {
 TEST(OutputParserBoundary, ByteByByteMatchesTheWhole) {
   for (const OutputCase& output : output_cases()) {
     EXPECT_TRUE(
-        same_output(parse_whole(output.spec, output.text), parse_bytes(output.spec, output.text)))
+        same_parse(parse_whole(output.spec, output.text), parse_bytes(output.spec, output.text)))
         << output.name;
   }
 }
@@ -103,8 +103,7 @@ void check_token_boundaries(const std::string& model) {
     for (const std::string& piece : pieces) joined += piece;
     ASSERT_EQ(joined, output.text) << output.name << ": the tokens do not spell the text";
     const std::vector<std::string_view> views(pieces.begin(), pieces.end());
-    EXPECT_TRUE(
-        same_output(parse_whole(output.spec, output.text), parse_pieces(output.spec, views)))
+    EXPECT_TRUE(same_parse(parse_whole(output.spec, output.text), parse_pieces(output.spec, views)))
         << model << " " << output.name;
   }
 }

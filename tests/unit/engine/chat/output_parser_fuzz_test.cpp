@@ -21,7 +21,7 @@ using testing::parse_bytes;
 using testing::parse_pieces;
 using testing::parse_whole;
 using testing::ParserSpec;
-using testing::same_output;
+using testing::same_parse;
 
 // Fragments that steer the parsers into their every state.
 const std::vector<std::string>& fragments() {
@@ -148,10 +148,10 @@ void check(const ParserSpec& spec, const std::string& text, std::mt19937& random
                 is_valid_json(call.arguments))
         << call.arguments;
   }
-  ASSERT_TRUE(same_output(whole, parse_pieces(spec, random_pieces(text, random))))
+  ASSERT_TRUE(same_parse(whole, parse_pieces(spec, random_pieces(text, random))))
       << spec.reasoning << "+" << spec.tools << " text: " << text;
   if (bytes) {
-    ASSERT_TRUE(same_output(whole, parse_bytes(spec, text)))
+    ASSERT_TRUE(same_parse(whole, parse_bytes(spec, text)))
         << spec.reasoning << "+" << spec.tools << " text: " << text;
   }
 }

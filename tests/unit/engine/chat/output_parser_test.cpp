@@ -37,6 +37,27 @@ TEST(HermesToolParser, TextBeforeBetweenAndAfterCalls) {
                   "{\"x\": 1}}</tool_call>\n\nDone.")));
 }
 
+// Each call records how much content came before it, so text, call, text keep their order
+// (Anthropic's content blocks); the parsers once left it 0.
+TEST(OutputParser, CallsKnowWhereTheyStandInTheContent) {
+  const std::vector<std::pair<ParserSpec, std::string>> cases = {
+      {hermes, R"(ab<tool_call>{"name": "f", "arguments": {}}</tool_call>cd)"
+               R"(<tool_call>{"name": "f", "arguments": {}}</tool_call>e)"},
+      {mistral, R"(ab[TOOL_CALLS]f[ARGS]{}cd[TOOL_CALLS]f[ARGS]{})"},
+      {deepseek,
+       "ab<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+       "<｜tool▁calls▁end｜>cd<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{}"
+       "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
+  };
+  for (const auto& [spec, text] : cases) {
+    const ParsedOutput out = parse_whole(spec, text);
+    ASSERT_EQ(out.tool_calls.size(), 2u) << testing::describe(out);
+    EXPECT_EQ(out.content.substr(0, 4), "abcd") << testing::describe(out);
+    EXPECT_EQ(out.tool_calls[0].content_before, 2u) << spec.tools;
+    EXPECT_EQ(out.tool_calls[1].content_before, 4u) << spec.tools;
+  }
+}
+
 TEST(HermesToolParser, NestedArgumentsWithMarkersAndBracesInStrings) {
   const std::string arguments =
       R"({"q": "</tool_call> } ] \" \\", "deep": {"a": [1, {"b": "}"}], "c": [[]]}})";

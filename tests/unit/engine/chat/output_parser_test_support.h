@@ -35,10 +35,16 @@ inline OutputParser make_output_parser(const ParserSpec& spec) {
   return OutputParser(std::move(reasoning), std::move(tools));
 }
 
+// A part's call positions count from the start of the part's content; the total's from the
+// start of all of it.
 inline void append_output(ParsedOutput& total, const ParsedOutput& part) {
+  const std::size_t content_so_far = total.content.size();
   total.content += part.content;
   total.reasoning += part.reasoning;
-  total.tool_calls.insert(total.tool_calls.end(), part.tool_calls.begin(), part.tool_calls.end());
+  for (ParsedToolCall call : part.tool_calls) {
+    call.content_before += content_so_far;
+    total.tool_calls.push_back(std::move(call));
+  }
 }
 
 // All the parser gave out, fed `pieces` in order (each piece's output cleared, as a stream's
@@ -92,6 +98,22 @@ inline ::testing::AssertionResult same_output(const ParsedOutput& expected,
   if (same) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "\n  expected " << describe(expected) << "\n  actual   " << describe(actual);
+}
+
+// Two parses of the same text agree on everything, where each call stands in the content too.
+inline ::testing::AssertionResult same_parse(const ParsedOutput& expected,
+                                             const ParsedOutput& actual) {
+  ::testing::AssertionResult same = same_output(expected, actual);
+  if (!same) return same;
+  for (std::size_t i = 0; i < expected.tool_calls.size(); ++i) {
+    if (expected.tool_calls[i].content_before != actual.tool_calls[i].content_before) {
+      return ::testing::AssertionFailure()
+             << "call " << i << " after " << actual.tool_calls[i].content_before
+             << " bytes of content, expected " << expected.tool_calls[i].content_before << ": "
+             << describe(actual);
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // A parse's expected output, written out.
