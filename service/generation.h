@@ -31,6 +31,9 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;  // prompt tokens served from the prefix cache
+  // Completion tokens the output parser read while inside reasoning (the close marker included),
+  // counted by ParsingGenerationStream; 0 without a reasoning parser.
+  int reasoning_tokens = 0;
 };
 
 // A tool call found in the output (engine/chat/output_parser.h), whole. Each API writes `id`

@@ -46,12 +46,20 @@ void erase_all(std::string& text, const std::vector<std::string>& markers) {
 // call always arrives in a later event than the call.
 void ParsingGenerationStream::convert(GenerationEvent& event) {
   if (event.kind == GenerationEvent::Kind::done || event.kind == GenerationEvent::Kind::error) {
+    if (event.kind == GenerationEvent::Kind::done) event.usage.reasoning_tokens = reasoning_tokens_;
     pending_.push_back(std::move(event));
     return;
   }
   Choice& state = choice(event.index);
+  const bool was_reasoning = state.parser.in_reasoning();
   parsed_.clear();
   state.parser.feed(event.text, parsed_);
+  // A stream's delta and finish events carry one token each (a finish may carry none: cancel);
+  // a token that opened, continued or closed the reasoning counts as a reasoning token.
+  if ((was_reasoning || state.parser.in_reasoning()) &&
+      (event.kind == GenerationEvent::Kind::delta || !event.text.empty())) {
+    ++reasoning_tokens_;
+  }
   const bool finishing = event.kind == GenerationEvent::Kind::finish;
   if (finishing) state.parser.finish(parsed_);
   if (!spec_.hidden_markers.empty()) {

@@ -49,6 +49,7 @@ class ParsingGenerationStream final : public GenerationStream {
   OutputParserSpec spec_;
   std::vector<std::unique_ptr<Choice>> choices_;  // by index, made at a choice's first event
   std::deque<GenerationEvent> pending_;
+  int reasoning_tokens_ = 0;  // over every choice
   engine::chat::ParsedOutput parsed_;  // scratch, reused
 };
 

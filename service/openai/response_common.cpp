@@ -32,7 +32,12 @@ void write_usage(JsonWriter& json, const Usage& usage) {
       .field("completion_tokens", usage.completion_tokens)
       .field("total_tokens", usage.prompt_tokens + usage.completion_tokens);
   json.key("prompt_tokens_details").begin_object().field("cached_tokens", usage.cached_tokens);
-  json.end_object().end_object();
+  json.end_object();
+  if (usage.reasoning_tokens > 0) {
+    json.key("completion_tokens_details").begin_object();
+    json.field("reasoning_tokens", usage.reasoning_tokens).end_object();
+  }
+  json.end_object();
 }
 
 void ChunkEncoder::error(std::string& out, const ApiError& error) {

@@ -39,13 +39,14 @@ void optional_number(openai::JsonWriter& json, std::string_view name,
   }
 }
 
-// input_tokens counts the whole prompt, cached or not, as OpenAI's do. The engine does not count
-// reasoning tokens apart from the answer's, so reasoning_tokens is 0.
+// input_tokens counts the whole prompt, cached or not, as OpenAI's do; reasoning_tokens are the
+// output tokens the reasoning parser read inside reasoning.
 void write_response_usage(openai::JsonWriter& json, const Usage& usage) {
   json.key("usage").begin_object().field("input_tokens", usage.prompt_tokens);
   json.key("input_tokens_details").begin_object().field("cached_tokens", usage.cached_tokens);
   json.end_object().field("output_tokens", usage.completion_tokens);
-  json.key("output_tokens_details").begin_object().field("reasoning_tokens", 0).end_object();
+  json.key("output_tokens_details").begin_object();
+  json.field("reasoning_tokens", usage.reasoning_tokens).end_object();
   json.field("total_tokens", usage.prompt_tokens + usage.completion_tokens).end_object();
 }
 

@@ -128,8 +128,12 @@ test('reasoning then a message, streamed and not', { skip: absent }, async () =>
   const whole = await client.responses.create(params);
   assert.equal(whole.output_text, thinking.answer);
   assert.deepEqual(withoutIds(whole.output)[0], reasoningItem(thinking.reasoning));
+  // The tokens of the reasoning, counted apart from the answer's.
+  const reasoningTokens = whole.usage.output_tokens_details.reasoning_tokens;
+  assert.ok(reasoningTokens > 0 && reasoningTokens < whole.usage.output_tokens, `${reasoningTokens}`);
   const { response } = await streamed(params);
   assert.deepEqual(withoutIds(response.output), withoutIds(whole.output));
+  assert.equal(response.usage.output_tokens_details.reasoning_tokens, reasoningTokens);
 });
 
 test('function_call items, one and two per response, streamed and not', { skip: absent }, async () => {

@@ -95,6 +95,8 @@ TEST(ParsingGenerationStream, SplitsReasoningContentAndCallsInOrder) {
   EXPECT_EQ(events[events.size() - 2].kind, GenerationEvent::Kind::finish);
   EXPECT_EQ(events[events.size() - 2].finish_reason, FinishReason::tool_calls);
   EXPECT_EQ(events.back().kind, GenerationEvent::Kind::done);
+  // The pieces that opened and closed the reasoning (one token each here).
+  EXPECT_EQ(events.back().usage.reasoning_tokens, 2);
 }
 
 TEST(ParsingGenerationStream, EachChoiceHasItsOwnParserAndCallNumbers) {
