@@ -265,6 +265,21 @@ TEST_F(ServeTest, EveryDoorGivesTheSameGreedyText) {
   simdjson::dom::element answer = parse(parser, response.body());
   EXPECT_EQ(std::string_view(answer["status"]), "incomplete");
   EXPECT_EQ(std::string_view(answer["output"].at(0)["content"].at(0)["text"]), chat_text);
+
+  // A follow-up through previous_response_id renders the stored conversation first, so its
+  // prompt starts with the first one's and the prefix cache serves those blocks.
+  const std::string first_id{std::string_view(answer["id"])};
+  const std::int64_t first_input_tokens = answer["usage"]["input_tokens"];
+  const Response follow_up =
+      c.post("/v1/responses",
+             R"({"input":"And then the little dog ran to the park to play with a big red ball.",)"
+             R"("max_output_tokens":4,"temperature":0,"previous_response_id":")" +
+                 first_id + R"("})");
+  ASSERT_EQ(follow_up.result_int(), 200) << follow_up.body();
+  simdjson::dom::element second = parse(parser, follow_up.body());
+  EXPECT_GT(std::int64_t(second["usage"]["input_tokens"]), first_input_tokens);
+  EXPECT_GT(std::int64_t(second["usage"]["input_tokens_details"]["cached_tokens"]), 0)
+      << follow_up.body();
 }
 
 TEST_F(ServeTest, RepeatedPromptReportsCachedTokens) {
