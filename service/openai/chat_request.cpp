@@ -226,14 +226,11 @@ json::Check read_template_kwargs(const json::element& value, std::string& kwargs
   return std::nullopt;
 }
 
-namespace {
-
-// OpenAI's reasoning_effort as a reasoning budget (docs/api.md): tern's reasoning models take a
-// token cap, not an effort level.
-json::Check read_reasoning_effort(const json::element& value, std::optional<int>& budget) {
+json::Check read_reasoning_effort(const json::element& value, std::string_view param,
+                                  std::optional<int>& budget) {
   std::string_view effort;
   if (value.get_string().get(effort) != simdjson::SUCCESS) {
-    return json::wrong_type("reasoning_effort", "string", value);
+    return json::wrong_type(std::string(param), "string", value);
   }
   if (effort == "none" || effort == "minimal") {
     budget = 0;
@@ -244,16 +241,14 @@ json::Check read_reasoning_effort(const json::element& value, std::optional<int>
   } else if (effort == "high" || effort == "xhigh") {
     budget.reset();
   } else {
-    return invalid_request("reasoning_effort",
-                           fmt::format("Invalid value for 'reasoning_effort': '{}' is not none, "
-                                       "minimal, low, medium, high or xhigh",
-                                       effort),
+    return invalid_request(std::string(param),
+                           fmt::format("Invalid value for '{}': '{}' is not none, minimal, low, "
+                                       "medium, high or xhigh",
+                                       param, effort),
                            "invalid_value");
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body) {
   auto root = json::parse_object_body(body);
@@ -290,7 +285,7 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
     } else if (key == "chat_template_kwargs") {
       error = read_template_kwargs(value, request.chat_template_kwargs_json);
     } else if (key == "reasoning_effort") {
-      error = read_reasoning_effort(value, request.reasoning_budget_tokens);
+      error = read_reasoning_effort(value, key, request.reasoning_budget_tokens);
     } else if (key == "add_generation_prompt") {
       error = json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "service/openai/chat_messages_field.h"
 #include "service/openai/json_writer.h"
 #include "service/openai/unimplemented_fields.h"
 #include "service/responses/responses_input.h"
@@ -117,25 +118,11 @@ json::Check read_reasoning(const json::element& value, ResponsesRequest& request
   if (fields["effort"].get(effort_value) != simdjson::SUCCESS || effort_value.is_null()) {
     return std::nullopt;
   }
-  std::string effort;
-  if (json::Check error = json::read_string(effort_value, "reasoning.effort", effort)) {
+  if (json::Check error = openai::read_reasoning_effort(effort_value, "reasoning.effort",
+                                                        request.reasoning_budget_tokens)) {
     return error;
   }
-  if (effort == "none" || effort == "minimal") {
-    request.reasoning_budget_tokens = 0;
-  } else if (effort == "low") {
-    request.reasoning_budget_tokens = openai::kLowReasoningEffortTokens;
-  } else if (effort == "medium") {
-    request.reasoning_budget_tokens = openai::kMediumReasoningEffortTokens;
-  } else if (effort == "high" || effort == "xhigh") {
-    request.reasoning_budget_tokens.reset();
-  } else {
-    return invalid_request("reasoning.effort",
-                           fmt::format("Invalid value for 'reasoning.effort': '{}' is not none, "
-                                       "minimal, low, medium, high or xhigh",
-                                       effort),
-                           "invalid_value");
-  }
+  std::string effort(std::string_view(effort_value.get_string().value_unsafe()));
   request.settings.reasoning_effort = std::move(effort);
   return std::nullopt;
 }
