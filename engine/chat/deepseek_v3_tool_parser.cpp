@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "engine/chat/held_call_text.h"
 #include "engine/chat/marker_scanner.h"
 #include "engine/chat/tool_call_json.h"
 
@@ -81,25 +82,15 @@ void DeepseekV3ToolParser::advance(ParsedOutput& out) {
     const std::string_view held = buffer_;  // re-taken after every erase
     switch (state_) {
       case State::content: {
-        std::size_t begin = 0;
-        if (skip_space_) {
-          begin = skip_space(held, 0);
-          if (begin < held.size()) skip_space_ = false;
-        }
-        const MarkerMatch match = find_marker(held, begin, {calls_begin, call_begin, calls_end});
-        out.content.append(held.substr(begin, match.position - begin));
-        if (!match.found()) {
-          buffer_.erase(0, match.position);
-          return;
-        }
+        const MarkerMatch match =
+            take_content(buffer_, skip_space_, {calls_begin, call_begin, calls_end}, out);
+        if (!match.found()) return;
         if (match.marker == 1) {
-          buffer_.erase(0, match.position);
           state_ = State::prefix;
           scan_ = call_begin.size();
         } else {
           // The section's own markers carry nothing; the space around them separates calls.
-          const std::size_t marker_size = match.marker == 0 ? calls_begin.size() : calls_end.size();
-          buffer_.erase(0, match.position + marker_size);
+          buffer_.erase(0, match.marker == 0 ? calls_begin.size() : calls_end.size());
           skip_space_ = true;
         }
         break;
@@ -160,19 +151,11 @@ void DeepseekV3ToolParser::advance(ParsedOutput& out) {
         break_call(json_end_);
         break;
       }
-      case State::broken: {
-        const MarkerMatch match = find_marker(held, scan_, {call_end});
-        if (!match.found()) {
-          scan_ = match.position;
-          return;
-        }
-        const std::size_t end = match.position + call_end.size();
-        out.content.append(held.substr(0, end));
-        buffer_.erase(0, end);
+      case State::broken:
+        if (!release_broken_call(buffer_, scan_, call_end, out)) return;
         state_ = State::content;
         scan_ = 0;
         break;
-      }
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <optional>
 
+#include "engine/chat/held_call_text.h"
 #include "engine/chat/marker_scanner.h"
 #include "engine/chat/tool_call_json.h"
 
@@ -45,15 +46,7 @@ void HermesToolParser::advance(ParsedOutput& out) {
     const std::string_view held = buffer_;  // re-taken after every erase
     switch (state_) {
       case State::content: {
-        std::size_t begin = 0;
-        if (skip_space_) {
-          begin = skip_space(held, 0);
-          if (begin < held.size()) skip_space_ = false;
-        }
-        const MarkerMatch match = find_marker(held, begin, {open_marker});
-        out.content.append(held.substr(begin, match.position - begin));
-        buffer_.erase(0, match.position);
-        if (!match.found()) return;
+        if (!take_content(buffer_, skip_space_, {open_marker}, out).found()) return;
         state_ = State::body;
         scan_ = open_marker.size();
         json_started_ = false;
@@ -93,19 +86,11 @@ void HermesToolParser::advance(ParsedOutput& out) {
         break_call(json_end_);
         break;
       }
-      case State::broken: {
-        const MarkerMatch match = find_marker(held, scan_, {close_marker});
-        if (!match.found()) {
-          scan_ = match.position;
-          return;
-        }
-        const std::size_t end = match.position + close_marker.size();
-        out.content.append(held.substr(0, end));
-        buffer_.erase(0, end);
+      case State::broken:
+        if (!release_broken_call(buffer_, scan_, close_marker, out)) return;
         state_ = State::content;
         scan_ = 0;
         break;
-      }
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <optional>
 
+#include "engine/chat/held_call_text.h"
 #include "engine/chat/marker_scanner.h"
 #include "engine/chat/tool_call_json.h"
 
@@ -107,15 +108,7 @@ void MistralToolParser::advance(ParsedOutput& out) {
     const std::string_view held = buffer_;  // re-taken after every erase
     switch (state_) {
       case State::content: {
-        std::size_t begin = 0;
-        if (skip_space_) {
-          begin = skip_space(held, 0);
-          if (begin < held.size()) skip_space_ = false;
-        }
-        const MarkerMatch match = find_marker(held, begin, {calls_marker});
-        out.content.append(held.substr(begin, match.position - begin));
-        buffer_.erase(0, match.position);
-        if (!match.found()) return;
+        if (!take_content(buffer_, skip_space_, {calls_marker}, out).found()) return;
         state_ = State::after_marker;
         scan_ = calls_marker.size();
         break;
