@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include "engine/chat/marker_scanner.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace tern::service {
@@ -19,10 +20,7 @@ bool tool_choice_is_none(std::string_view tool_choice_json) {
 }
 
 bool ends_in_think(std::string_view prompt) {
-  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ' ||
-                             prompt.back() == '\r' || prompt.back() == '\t')) {
-    prompt.remove_suffix(1);
-  }
+  while (!prompt.empty() && engine::chat::is_space(prompt.back())) prompt.remove_suffix(1);
   return prompt.ends_with("<think>");
 }
 
@@ -45,13 +43,20 @@ std::vector<std::string> function_names(std::string_view tools_json) {
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
                                     const openai::ChatCompletionRequest& request,
                                     std::string_view prompt) {
-  OutputParserSpec spec;
   const engine::ModelChatTemplate& chat_template = *model.chat_template;
-  spec.reasoning_parser =
-      configured_or(model.spec.reasoning_parser, chat_template.reasoning_parser());
+  return output_parsers_for(
+      request, configured_or(model.spec.tool_parser, chat_template.tool_call_parser()),
+      configured_or(model.spec.reasoning_parser, chat_template.reasoning_parser()), prompt);
+}
+
+OutputParserSpec output_parsers_for(const openai::ChatCompletionRequest& request,
+                                    std::string tool_parser, std::string reasoning_parser,
+                                    std::string_view prompt) {
+  OutputParserSpec spec;
+  spec.reasoning_parser = std::move(reasoning_parser);
   spec.starts_in_reasoning = !spec.reasoning_parser.empty() && ends_in_think(prompt);
   if (!request.tools_json.empty() && !tool_choice_is_none(request.tool_choice_json)) {
-    spec.tool_parser = configured_or(model.spec.tool_parser, chat_template.tool_call_parser());
+    spec.tool_parser = std::move(tool_parser);
     if (!spec.tool_parser.empty()) spec.tool_names = function_names(request.tools_json);
     if (!request.parallel_tool_calls) spec.max_tool_calls = 1;
   }

@@ -20,6 +20,11 @@ namespace tern::service {
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
                                     const openai::ChatCompletionRequest& request,
                                     std::string_view prompt);
+// The same with the parsers already named (vLLM's names, or empty for none): what the request
+// adds to them.
+OutputParserSpec output_parsers_for(const openai::ChatCompletionRequest& request,
+                                    std::string tool_parser, std::string reasoning_parser,
+                                    std::string_view prompt);
 
 // The names of a request's function tools (tools_json in OpenAI's shape, as read_tools checked
 // it); none for JSON that is not an array of tools.

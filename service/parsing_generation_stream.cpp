@@ -1,9 +1,8 @@
 #include "service/parsing_generation_stream.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <random>
+
+#include "service/openai/response_common.h"
 
 namespace tern::service {
 
@@ -40,6 +39,26 @@ void erase_all(std::string& text, const std::vector<std::string>& markers) {
   }
 }
 
+// Marker text left in the output came whole from the parser (it holds a marker until it
+// decides); each call's position in the content moves with what is taken out before it.
+void strip_markers(engine::chat::ParsedOutput& parsed, const std::vector<std::string>& markers) {
+  std::string kept;
+  std::size_t from = 0;
+  auto keep_until = [&](std::size_t to) {
+    std::string piece = parsed.content.substr(from, to - from);
+    erase_all(piece, markers);
+    kept += piece;
+    from = to;
+  };
+  for (engine::chat::ParsedToolCall& call : parsed.tool_calls) {
+    keep_until(std::clamp(call.content_before, from, parsed.content.size()));
+    call.content_before = kept.size();
+  }
+  keep_until(parsed.content.size());
+  parsed.content = std::move(kept);
+  erase_all(parsed.reasoning, markers);
+}
+
 }  // namespace
 
 // One event in, one or more out: each parsed call closes an event, so text written after a
@@ -62,29 +81,7 @@ void ParsingGenerationStream::convert(GenerationEvent& event) {
   }
   const bool finishing = event.kind == GenerationEvent::Kind::finish;
   if (finishing) state.parser.finish(parsed_);
-  if (!spec_.hidden_markers.empty()) {
-    // Marker text left in content came whole from the parser (it holds a marker until it
-    // decides); calls' offsets into the content move with what is taken out before them.
-    if (parsed_.tool_calls.empty()) {
-      erase_all(parsed_.content, spec_.hidden_markers);
-    } else {
-      std::string kept;
-      std::size_t from = 0;
-      for (engine::chat::ParsedToolCall& call : parsed_.tool_calls) {
-        const std::size_t to = std::clamp(call.content_before, from, parsed_.content.size());
-        std::string piece = parsed_.content.substr(from, to - from);
-        erase_all(piece, spec_.hidden_markers);
-        kept += piece;
-        call.content_before = kept.size();
-        from = to;
-      }
-      std::string tail = parsed_.content.substr(from);
-      erase_all(tail, spec_.hidden_markers);
-      kept += tail;
-      parsed_.content = std::move(kept);
-    }
-    erase_all(parsed_.reasoning, spec_.hidden_markers);
-  }
+  if (!spec_.hidden_markers.empty()) strip_markers(parsed_, spec_.hidden_markers);
 
   GenerationEvent out;
   out.index = event.index;
@@ -138,23 +135,8 @@ bool ParsingGenerationStream::disarm() {
 }
 
 std::string make_tool_call_id() {
-  thread_local std::mt19937_64 generator{
-      std::random_device{}() ^
-      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
-  static std::atomic<std::uint64_t> counter{0};
-  static constexpr std::string_view kAlphabet =
-      "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-  // Eight digits of base 62 use 48 of a word's 64 bits.
-  std::uint64_t words[3] = {generator(), generator(),
-                            generator() ^ counter.fetch_add(1, std::memory_order_relaxed)};
-  std::string id;
-  id.reserve(24);
-  for (int i = 0; i < 24; ++i) {
-    std::uint64_t& word = words[i / 8];
-    id += kAlphabet[word % kAlphabet.size()];
-    word /= kAlphabet.size();
-  }
-  return id;
+  // "x-" and 32 hex digits from the response-id generator; 24 of them are plenty.
+  return openai::make_response_id("x").substr(2, 24);
 }
 
 }  // namespace tern::service

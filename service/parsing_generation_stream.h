@@ -49,11 +49,11 @@ class ParsingGenerationStream final : public GenerationStream {
   OutputParserSpec spec_;
   std::vector<std::unique_ptr<Choice>> choices_;  // by index, made at a choice's first event
   std::deque<GenerationEvent> pending_;
-  int reasoning_tokens_ = 0;  // over every choice
+  int reasoning_tokens_ = 0;           // over every choice
   engine::chat::ParsedOutput parsed_;  // scratch, reused
 };
 
-// A tool call's id: 24 letters and digits, unique within the process.
+// A tool call's id: 24 hex digits, unique within the process.
 std::string make_tool_call_id();
 
 }  // namespace tern::service

@@ -184,14 +184,9 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start
   }
   wake_.notify_all();
 
-  // The parsers of a Qwen3 model, chosen as service/chat_output_parsers.cpp chooses them.
-  service::OutputParserSpec parsers;
-  parsers.reasoning_parser = "qwen3";
-  if (!request.tools_json.empty() && request.tool_choice_json != R"("none")") {
-    parsers.tool_parser = "hermes";
-    parsers.tool_names = service::function_names(request.tools_json);
-    if (!request.parallel_tool_calls) parsers.max_tool_calls = 1;
-  }
+  // A Qwen3 model's parsers, through the service's own choice of what the request turns on; the
+  // scripts open their reasoning themselves, so no prompt ends in `<think>`.
+  service::OutputParserSpec parsers = service::output_parsers_for(request, "hermes", "qwen3", "");
   return std::unique_ptr<GenerationStream>(std::make_unique<service::ParsingGenerationStream>(
       std::make_unique<ScriptedStream>(std::move(feed)), std::move(parsers)));
 }

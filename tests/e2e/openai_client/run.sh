@@ -108,15 +108,7 @@ if [ -z "$port" ]; then
 fi
 url="http://127.0.0.1:$port"
 
-if ! node -e '
-  const deadline = Date.now() + 60000;
-  (async () => {
-    while (Date.now() < deadline) {
-      try { if ((await fetch(process.argv[1] + "/ready")).status === 200) return; } catch {}
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    process.exit(1);
-  })();' "$url"; then
+if ! node "$here/../wait_until_ready.mjs" "$url" 60000; then
   echo "tern serve at $url never turned ready:" >&2
   cat "$work/serve.log" >&2
   exit 1

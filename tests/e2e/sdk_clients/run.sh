@@ -61,15 +61,7 @@ if [ -z "$port" ]; then
 fi
 url="http://127.0.0.1:$port"
 
-if ! node -e '
-  const deadline = Date.now() + 30000;
-  (async () => {
-    while (Date.now() < deadline) {
-      try { if ((await fetch(process.argv[1] + "/ready")).status === 200) return; } catch {}
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    process.exit(1);
-  })();' "$url"; then
+if ! node "$here/../wait_until_ready.mjs" "$url" 30000; then
   echo "tern_scripted_server at $url never turned ready:" >&2
   cat "$work/server.log" >&2
   exit 1
