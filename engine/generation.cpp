@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+
+#include "engine/grammar/tokenized_grammar.h"
 
 namespace tern::engine {
 namespace {
@@ -40,7 +43,8 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
       suppressed_.insert(suppressed_.end(), eos_token_ids_.begin(), eos_token_ids_.end());
     }
   }
-  plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity();
+  plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity() && !request.grammar;
+  if (request.grammar) matcher_.emplace(request.grammar);
   const ReasoningBudget& budget = request.reasoning_budget;
   if (budget.active()) {
     in_reasoning_ = budget.starts_in_reasoning;
@@ -75,6 +79,27 @@ void Generation::track_reasoning(std::int32_t token) {
   if (in_reasoning_ && reasoning_tokens_ >= budget.max_tokens) forcing_ = 0;
 }
 
+bool Generation::constrained() const {
+  return matcher_.has_value() && !in_reasoning_ && forcing_ == kNotForcing;
+}
+
+bool Generation::mask_row(std::span<float> row) {
+  const grammar::TokenMask& mask = matcher_->next_token_mask();
+  const std::span<const std::uint64_t> words = mask.words();
+  const std::size_t covered = std::min(row.size(), static_cast<std::size_t>(mask.size()));
+  bool any = false;
+  for (std::size_t w = 0; w * 64 < row.size(); ++w) {
+    const std::uint64_t bits = w < words.size() ? words[w] : 0;
+    any = any || bits != 0;
+    const std::size_t end = std::min(row.size(), w * 64 + 64);
+    if (bits == ~std::uint64_t{0} && end <= covered) continue;
+    for (std::size_t i = w * 64; i < end; ++i) {
+      if (((bits >> (i - w * 64)) & 1) == 0) row[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  return any;
+}
+
 bool Generation::is_stop_token(std::int32_t token) const {
   const auto& stop_ids = request_.stop.stop_token_ids;
   if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) return true;
@@ -91,6 +116,8 @@ bool Generation::wants_logprobs() const {
 }
 
 SamplePath Generation::sample_path(std::int32_t num_generated, std::int32_t candidate_count) const {
+  // The mask is applied on the host, to the whole row.
+  if (constrained()) return SamplePath::kFullRow;
   return choose_sample_path(request_.sampling, suppressing(num_generated), vocab_size_,
                             candidate_count);
 }
@@ -103,7 +130,9 @@ std::optional<std::int32_t> Generation::choose(const LogitCandidates& row,
                                                SamplerScratch& candidates,
                                                std::int32_t num_generated) {
   if (const std::optional<std::int32_t> forced = forced_token()) return forced;
-  if (!processor_.is_identity() || suppressing(num_generated)) return std::nullopt;
+  if (!processor_.is_identity() || suppressing(num_generated) || constrained()) {
+    return std::nullopt;
+  }
   return sampler_.sample(row, candidates);
 }
 
@@ -114,6 +143,12 @@ std::int32_t Generation::choose(std::span<const float> logits, std::span<float> 
   if (plain_greedy_ && !suppress) return argmax(logits);
   const std::span<float> row = scratch.first(logits.size());
   std::memcpy(row.data(), logits.data(), logits.size_bytes());
+  if (constrained() && !mask_row(row)) {
+    // No token spells what the grammar needs next (or min_tokens holds back the end it needs):
+    // the sample ends in error rather than break the grammar.
+    dead_end_ = true;
+    return eos_token_ids_.empty() ? argmax(logits) : eos_token_ids_[0];
+  }
   processor_.apply(
       row, suppress ? std::span<const std::int32_t>(suppressed_) : std::span<const std::int32_t>());
   return sampler_.sample(row, candidates);
@@ -142,6 +177,17 @@ bool Generation::describe(std::int32_t token, const LogitCandidates& row,
 
 void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
                                 RequestEvent& event) {
+  if (dead_end_) {
+    event.index = index_;
+    event.token = token;
+    event.finish_reason = FinishReason::error;
+    event.error_kind = ErrorKind::invalid_field;
+    event.message =
+        "structured output: no token of the model's vocabulary can continue the output the "
+        "grammar requires here";
+    return;
+  }
+  if (constrained()) matcher_->accept_token(token);
   processor_.accept(token);
   track_reasoning(token);
   event.index = index_;

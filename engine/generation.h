@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/grammar/grammar_matcher.h"
 #include "engine/logits_processor.h"
 #include "engine/request.h"
 #include "engine/sample_path.h"
@@ -64,6 +65,10 @@ class Generation {
   // The reasoning budget: the token to force next, if any, and the count after each token.
   std::optional<std::int32_t> forced_token() const;
   void track_reasoning(std::int32_t token);
+  // The grammar decides this token: there is one, and the output is not inside reasoning.
+  bool constrained() const;
+  // Leaves only the tokens the grammar allows next in `row`; false when it allows none.
+  bool mask_row(std::span<float> row);
 
   const Request& request_;
   std::int32_t index_;
@@ -78,6 +83,8 @@ class Generation {
   bool in_reasoning_ = false;
   std::int32_t reasoning_tokens_ = 0;
   std::size_t forcing_ = kNotForcing;  // the next of the budget's close_tokens to force
+  std::optional<grammar::GrammarMatcher> matcher_;
+  bool dead_end_ = false;  // the grammar allowed no token: the sample ends in error
   static constexpr std::size_t kNotForcing = static_cast<std::size_t>(-1);
 };
 

@@ -15,6 +15,10 @@
 
 namespace tern::engine {
 
+namespace grammar {
+class TokenizedGrammar;
+}
+
 inline constexpr std::size_t kMaxStopStrings = 16;
 inline constexpr std::int32_t kMaxParallelSamples = 128;
 
@@ -59,6 +63,9 @@ struct Request {
   // the service's output parser reads, whatever the client asked.
   std::vector<std::int32_t> kept_special_tokens;
   ReasoningBudget reasoning_budget;
+  // Structured output: every sample's text is a sentence of this grammar (outside reasoning),
+  // or stops at max_tokens. Null: unconstrained.
+  std::shared_ptr<const grammar::TokenizedGrammar> grammar;
   SlowConsumerPolicy slow_consumer = SlowConsumerPolicy::pause;
   std::size_t channel_capacity = 0;  // events; 0 takes EngineOptions::event_channel_capacity
 };

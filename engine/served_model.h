@@ -13,6 +13,7 @@
 #include "engine/chat/model_chat_template.h"
 #include "engine/engine.h"
 #include "engine/expected.h"
+#include "engine/grammar/grammar_cache.h"
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -67,6 +68,8 @@ struct ModelSpec {
   // implies; "none": off.
   std::string tool_parser;
   std::string reasoning_parser;
+  // A grammar (structured output) that does not compile in this time is refused with a 400.
+  int structured_outputs_compile_timeout_ms = 2000;
   bool required = false;  // a failed load fails the whole registry
   std::string note;       // shown to clients, e.g. that a demo model's text is random
   ModelSamplingDefaults sampling;
@@ -80,6 +83,8 @@ struct ServedModel {
   std::optional<ModelChatTemplate> chat_template;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Engine> engine;
+  // Structured outputs' grammars, compiled for this model's vocabulary.
+  std::unique_ptr<grammar::GrammarCache> grammars;
   std::int32_t context_length = 0;  // what one request may use: prompt + max_tokens
   std::string quantization;         // the main weights' type as llama.cpp names it, e.g. Q8_0
   std::int64_t loaded_at = 0;       // Unix seconds

@@ -465,6 +465,7 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
                  "chat_template",
                  "tool_parser",
                  "reasoning_parser",
+                 "structured_outputs_compile_timeout_ms",
                  "required",
                  "sampling"});
   ModelConfig model;
@@ -564,6 +565,8 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       if (!engine::chat::known_reasoning_parser(model.reasoning_parser)) {
         r.fail(value, path, "must be qwen3, deepseek_r1 or none");
       }
+    } else if (key == "structured_outputs_compile_timeout_ms") {
+      positive(model.structured_outputs_compile_timeout_ms);
     } else if (key == "required") {
       model.required = r.boolean(value, path);
     } else if (key == "sampling") {
@@ -738,6 +741,8 @@ std::string dump_config(const Config& config) {
     if (!m.reasoning_parser.empty()) {
       out << YAML::Key << "reasoning_parser" << YAML::Value << m.reasoning_parser;
     }
+    out << YAML::Key << "structured_outputs_compile_timeout_ms" << YAML::Value
+        << m.structured_outputs_compile_timeout_ms;
     out << YAML::Key << "required" << YAML::Value << m.required;
     out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
     const SamplingDefaults& d = m.sampling;

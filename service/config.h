@@ -100,6 +100,7 @@ struct ModelConfig {
   // Output parsers by vLLM's names; empty: the ones the chat template implies; "none": off.
   std::string tool_parser;
   std::string reasoning_parser;
+  int structured_outputs_compile_timeout_ms = 2000;
   bool required = false;  // a load failure stops the server instead of only this model
   SamplingDefaults sampling;
 };

@@ -39,6 +39,24 @@ openai::ApiResult<bool> check_ids(const engine::ServedModel& model,
   return true;
 }
 
+// The request's structured output compiled for the model (cached by the model's GrammarCache);
+// null when it asks for none. Runs on the preparation pool: the engine never waits for it.
+openai::ApiResult<std::shared_ptr<const engine::grammar::TokenizedGrammar>>
+compile_structured_output(const engine::ServedModel& model,
+                          const engine::grammar::GrammarSpec& spec) {
+  if (!spec.active() || !model.grammars) {
+    return std::shared_ptr<const engine::grammar::TokenizedGrammar>();
+  }
+  auto compiled = model.grammars->get(spec);
+  if (!compiled) {
+    const Error& error = compiled.error();
+    return openai::invalid_request(error.field.empty() ? spec.field : error.field,
+                                   fmt::format("Invalid '{}': {}", spec.field, error.message),
+                                   "invalid_value");
+  }
+  return *compiled;
+}
+
 }  // namespace
 
 openai::ApiResult<const engine::ServedModel*> EngineModelService::resolve(
@@ -119,6 +137,8 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;
+  auto grammar = compile_structured_output(model, request.structured_output);
+  if (!grammar) return grammar.error();
   auto prompt = render_chat_prompt(
       *model.chat_template,
       ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
@@ -130,6 +150,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
   auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
   if (!built) return built.error();
+  built->grammar = std::move(*grammar);
   OutputParserSpec parsers = output_parsers_for(model, request, *prompt);
   if (parsers.active()) {
     built->kept_special_tokens = parser_marker_tokens(*model.tokenizer, parsers);
@@ -165,6 +186,8 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   const engine::ServedModel& model = **resolved;
   const RequestShape shape{false, request.logprobs.has_value(), request.logprobs.value_or(0),
                            "prompt"};
+  auto grammar = compile_structured_output(model, request.structured_output);
+  if (!grammar) return grammar.error();
   // Every prompt is checked before any is queued, so a bad one queues nothing.
   std::vector<engine::Request> requests;
   std::vector<std::string> echo_texts;
@@ -183,6 +206,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
     }
     auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
     if (!built) return built.error();
+    built->grammar = *grammar;
     requests.push_back(std::move(*built));
   }
   const int choices = request.sampling.n;

@@ -44,6 +44,7 @@ engine::ModelSpec to_model_spec(const ModelConfig& config,
   spec.chat_template = config.chat_template;
   spec.tool_parser = config.tool_parser;
   spec.reasoning_parser = config.reasoning_parser;
+  spec.structured_outputs_compile_timeout_ms = config.structured_outputs_compile_timeout_ms;
   spec.required = config.required;
   const SamplingDefaults& sampling = config.sampling;
   spec.sampling.temperature = sampling.temperature;

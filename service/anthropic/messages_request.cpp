@@ -6,6 +6,7 @@
 
 #include "service/anthropic/conversation.h"
 #include "service/openai/json_writer.h"
+#include "service/openai/structured_output_fields.h"
 #include "service/openai/unimplemented_fields.h"
 
 namespace tern::service::anthropic {
@@ -177,17 +178,16 @@ json::Check read_stop_sequences(const json::element& value, std::vector<std::str
   return std::nullopt;
 }
 
-// Structured outputs (output_config.format, output_format) would constrain the answer to a
-// schema; output_config.effort only tunes how hard Claude thinks, so it is accepted.
-json::Check check_output_config(const json::element& value) {
+// output_config.format (and the older output_format) constrain the answer to a schema;
+// output_config.effort only tunes how hard Claude thinks, so it is accepted.
+json::Check read_output_config(const json::element& value, engine::grammar::GrammarSpec& spec) {
   json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
     return json::wrong_type("output_config", "object", value);
   }
   json::element format;
   if (fields["format"].get(format) == simdjson::SUCCESS && !format.is_null()) {
-    return not_implemented("output_config.format",
-                           "'output_config.format' (structured outputs) is not supported yet");
+    return openai::read_text_format(format, "output_config.format", spec);
   }
   return std::nullopt;
 }
@@ -251,10 +251,9 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
     } else if (key == "thinking") {
       error = read_thinking(value, request);
     } else if (key == "output_format") {
-      error = not_implemented("output_format",
-                              "'output_format' (structured outputs) is not supported yet");
+      error = openai::read_text_format(value, "output_format", request.structured_output);
     } else if (key == "output_config") {
-      error = check_output_config(value);
+      error = read_output_config(value, request.structured_output);
     } else if (key == "mcp_servers") {
       error = check_mcp_servers(value);
     }

@@ -4,6 +4,7 @@
 
 #include "service/openai/chat_messages_field.h"
 #include "service/openai/sampling_fields.h"
+#include "service/openai/structured_output_fields.h"
 #include "service/openai/unimplemented_fields.h"
 
 namespace tern::service::openai {
@@ -290,6 +291,8 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
       error = json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {
       error = json::read_bool(value, key, request.continue_final_message);
+    } else if (read_structured_output_field(key, value, request.structured_output, error)) {
+      // read above
     } else {
       error = refuse_unimplemented_field(key, value);
     }

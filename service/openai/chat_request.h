@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/grammar/grammar_spec.h"
 #include "service/openai/api_error.h"
 #include "service/openai/sampling_request.h"
 
@@ -43,6 +44,8 @@ struct ChatCompletionRequest {
   // The most tokens a reasoning model may think for before tern closes its reasoning:
   // reasoning_effort here, Anthropic's thinking.budget_tokens. Unset: no cap.
   std::optional<int> reasoning_budget_tokens;
+  // Structured output: what the answer must be (response_format and its relatives).
+  engine::grammar::GrammarSpec structured_output;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   // Not from the body: who is asking (the API key, or the address without keys), for the

@@ -4,6 +4,7 @@
 
 #include "service/openai/json_reader.h"
 #include "service/openai/sampling_fields.h"
+#include "service/openai/structured_output_fields.h"
 #include "service/openai/unimplemented_fields.h"
 
 namespace tern::service::openai {
@@ -88,6 +89,8 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
       if (!error && !suffix.empty()) {
         error = not_implemented("suffix", "'suffix' is not supported yet");
       }
+    } else if (read_structured_output_field(key, value, request.structured_output, error)) {
+      // read above
     } else {
       error = refuse_unimplemented_field(key, value);
     }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/grammar/grammar_spec.h"
 #include "service/openai/api_error.h"
 #include "service/openai/sampling_request.h"
 
@@ -30,6 +31,7 @@ struct CompletionRequest {
   std::optional<int> logprobs;  // how many alternatives per token, 0..20
   std::string user;
   bool add_special_tokens = true;
+  engine::grammar::GrammarSpec structured_output;
   std::string client;  // not from the body: see ChatCompletionRequest::client
 };
 

@@ -8,22 +8,6 @@
 namespace tern::service::openai {
 namespace {
 
-json::Check check_response_format(const json::element& value) {
-  json::object fields;
-  if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("response_format", "object", value);
-  }
-  std::string_view type;
-  if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-    return invalid_request("response_format", "'response_format' needs a string 'type'",
-                           "invalid_type");
-  }
-  if (type == "text") return std::nullopt;
-  return not_implemented(
-      "response_format",
-      fmt::format("'response_format' of type '{}' is not supported yet; only 'text' is", type));
-}
-
 json::Check check_best_of(const json::element& value) {
   int best_of = 1;
   if (json::Check error =
@@ -41,13 +25,7 @@ ApiError not_implemented(std::string param, std::string message) {
 }
 
 json::Check refuse_unimplemented_field(std::string_view key, const json::element& value) {
-  if (key == "response_format") return check_response_format(value);
   if (key == "best_of") return check_best_of(value);
-  if (key.starts_with("guided_")) {
-    return not_implemented(
-        std::string(key),
-        fmt::format("'{}' is not supported yet (tern has no guided decoding)", key));
-  }
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 
 #include "service/openai/chat_messages_field.h"
 #include "service/openai/json_writer.h"
+#include "service/openai/structured_output_fields.h"
 #include "service/openai/unimplemented_fields.h"
 #include "service/responses/responses_input.h"
 
@@ -127,28 +128,15 @@ json::Check read_reasoning(const json::element& value, ResponsesRequest& request
   return std::nullopt;
 }
 
-// text.format other than text asks for structured outputs; text.verbosity only tunes length.
-json::Check read_text(const json::element& value) {
+// text.format asks for structured outputs; text.verbosity only tunes length.
+json::Check read_text(const json::element& value, engine::grammar::GrammarSpec& spec) {
   json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
     return json::wrong_type("text", "object", value);
   }
   json::element format;
   if (fields["format"].get(format) != simdjson::SUCCESS || format.is_null()) return std::nullopt;
-  json::object format_fields;
-  if (format.get_object().get(format_fields) != simdjson::SUCCESS) {
-    return json::wrong_type("text.format", "object", format);
-  }
-  std::string_view type;
-  if (format_fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-    return invalid_request("text.format.type", "'text.format' needs a string 'type'",
-                           "missing_required_parameter");
-  }
-  if (type == "text") return std::nullopt;
-  return not_implemented("text.format",
-                         fmt::format("'text.format' of type '{}' (structured outputs) is not "
-                                     "supported yet; only 'text' is",
-                                     type));
+  return openai::read_text_format(format, "text.format", spec);
 }
 
 json::Check read_metadata(const json::element& value, ResponseSettings& settings) {
@@ -220,7 +208,7 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
     } else if (key == "reasoning") {
       error = read_reasoning(value, request);
     } else if (key == "text") {
-      error = read_text(value);
+      error = read_text(value, request.structured_output);
     } else if (key == "store") {
       error = json::read_bool(value, key, settings.store);
     } else if (key == "previous_response_id") {

@@ -189,9 +189,9 @@ TEST(AnthropicRequestTest, RejectsBadFieldsNamingThem) {
                   "thinking.budget_tokens");
   expect_rejected(messages_with(R"("thinking":{"type":"on"})"), "thinking.type");
   expect_rejected(messages_with(R"("thinking":true)"), "thinking");
-  expect_rejected(messages_with(R"("output_format":{"type":"json_schema"})"), "output_format");
-  expect_rejected(messages_with(R"("output_config":{"format":{"type":"json_schema"}})"),
-                  "output_config.format");
+  expect_rejected(messages_with(R"("output_format":{"type":"xml"})"), "output_format.type");
+  expect_rejected(messages_with(R"("output_config":{"format":{"type":"xml"}})"),
+                  "output_config.format.type");
   expect_rejected(messages_with(R"("mcp_servers":[{"type":"url","url":"x","name":"n"}])"),
                   "mcp_servers");
   expect_rejected(messages_with(R"("model":5)"), "model");
@@ -269,6 +269,23 @@ TEST(AnthropicRequestTest, CountTokensNeedsNoMaxTokens) {
   const auto bad = parse_count_tokens_request(R"({"messages":[{"role":"user","content":[1]}]})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().param, "messages[0].content[0]");
+}
+
+}  // namespace
+}  // namespace tern::service::anthropic
+
+namespace tern::service::anthropic {
+namespace {
+
+TEST(AnthropicRequestTest, OutputFormatAsksForStructuredOutput) {
+  for (const char* fields :
+       {R"("output_format":{"type":"json_schema","schema":{"type":"integer"}})",
+        R"("output_config":{"format":{"type":"json_schema","schema":{"type":"integer"}}})"}) {
+    const auto request = parse_messages_request(messages_with(fields));
+    ASSERT_TRUE(request.ok()) << fields << ": " << request.error().message;
+    EXPECT_EQ(request->structured_output.kind, engine::grammar::GrammarSpec::Kind::json_schema);
+    EXPECT_EQ(request->structured_output.text, R"({"type":"integer"})");
+  }
 }
 
 }  // namespace

@@ -194,16 +194,21 @@ INSTANTIATE_TEST_SUITE_P(
         Rejection{chat_with(R"("tool_choice":"required")"), "tool_choice", "not supported"},
         Rejection{chat_with(R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
                   "tool_choice", "not supported"},
-        Rejection{chat_with(R"("response_format":{"type":"json_object"})"), "response_format",
-                  "'json_object' is not supported"},
-        Rejection{chat_with(R"("response_format":{"type":"json_schema","json_schema":{}})"),
-                  "response_format", "not supported"},
+        Rejection{chat_with(R"("response_format":{"type":"xml"})"), "response_format.type",
+                  "must be text, json_object or json_schema"},
+        Rejection{chat_with(R"("response_format":{"type":"json_schema"})"),
+                  "response_format.json_schema", "needs a 'json_schema' object"},
         Rejection{chat_with(R"("response_format":"json")"), "response_format",
                   "expected an object"},
+        Rejection{chat_with(R"("guided_json":{"type":"object"},"guided_regex":"a")"),
+                  "guided_regex", "'guided_json' and 'guided_regex' both constrain"},
+        Rejection{chat_with(R"("guided_choice":[])"), "guided_choice", "at least one choice"},
+        Rejection{chat_with(R"("guided_whitespace_pattern":" ")"), "guided_whitespace_pattern",
+                  "not supported"},
+        Rejection{chat_with(R"("structured_outputs":{"structural_tag":"x"})"),
+                  "structured_outputs.structural_tag", "not supported"},
         Rejection{chat_with(R"("best_of":2)"), "best_of", "not supported"},
         Rejection{chat_with(R"("best_of":0)"), "best_of", "not in"},
-        Rejection{chat_with(R"("guided_json":{"type":"object"})"), "guided_json", "not supported"},
-        Rejection{chat_with(R"("guided_choice":["a","b"])"), "guided_choice", "not supported"},
         Rejection{chat_with(R"("chat_template_kwargs":[])"), "chat_template_kwargs",
                   "expected an object"}));
 
@@ -230,6 +235,54 @@ TEST(ChatRequestTest, LargestSeedIsAccepted) {
   const auto request = parse_chat_completion_request(chat_with(R"("seed":9223372036854775807)"));
   ASSERT_TRUE(request.ok()) << request.error().message;
   EXPECT_EQ(request->sampling.seed, std::numeric_limits<std::int64_t>::max());
+}
+
+// Every API's structured-output field is read into one GrammarSpec, naming the field it came from.
+TEST(ChatRequestTest, StructuredOutputFieldsBecomeOneGrammarSpec) {
+  using Kind = engine::grammar::GrammarSpec::Kind;
+  struct Case {
+    const char* fields;
+    Kind kind;
+    const char* text;
+    const char* field;
+  };
+  for (
+      const Case& c : {
+          Case{R"("response_format":{"type":"json_object"})", Kind::json_object, "",
+               "response_format"},
+          Case{
+              R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"type": "integer"}}})",
+              Kind::json_schema, R"({"type":"integer"})", "response_format.json_schema.schema"},
+          Case{R"("structured_outputs":{"regex":"[a-z]+"})", Kind::regex, "[a-z]+",
+               "structured_outputs.regex"},
+          Case{R"("structured_outputs":{"grammar":"root ::= \"a\""})", Kind::gbnf,
+               R"(root ::= "a")", "structured_outputs.grammar"},
+          Case{R"("structured_outputs":{"json_object":true})", Kind::json_object, "",
+               "structured_outputs.json_object"},
+          Case{R"("guided_json":"{\"type\":\"string\"}")", Kind::json_schema,
+               R"({"type":"string"})", "guided_json"},
+          Case{R"("guided_regex":"\\d+","guided_decoding_backend":"xgrammar")", Kind::regex,
+               R"(\d+)", "guided_regex"},
+          Case{R"("guided_grammar":"root ::= [0-9]")", Kind::gbnf, "root ::= [0-9]",
+               "guided_grammar"},
+          Case{R"("grammar":"root ::= [0-9]")", Kind::gbnf, "root ::= [0-9]", "grammar"},
+          Case{R"("json_schema":{"type":"boolean"})", Kind::json_schema, R"({"type":"boolean"})",
+               "json_schema"},
+      }) {
+    const auto request = parse_chat_completion_request(chat_with(c.fields));
+    ASSERT_TRUE(request.ok()) << c.fields << ": " << request.error().message;
+    EXPECT_EQ(request->structured_output.kind, c.kind) << c.fields;
+    EXPECT_EQ(request->structured_output.text, c.text) << c.fields;
+    EXPECT_EQ(request->structured_output.field, c.field) << c.fields;
+  }
+  const auto choice = parse_chat_completion_request(chat_with(R"("guided_choice":["yes","no"])"));
+  ASSERT_TRUE(choice.ok());
+  EXPECT_EQ(choice->structured_output.kind, Kind::choice);
+  EXPECT_EQ(choice->structured_output.choices, (std::vector<std::string>{"yes", "no"}));
+  const auto loose = parse_chat_completion_request(chat_with(
+      R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":false,"schema":{}}})"));
+  ASSERT_TRUE(loose.ok());
+  EXPECT_FALSE(loose->structured_output.strict);
 }
 
 // The values of the unimplemented fields that mean what tern does anyway are accepted.
@@ -295,8 +348,8 @@ TEST(CompletionRequestTest, Rejections) {
       {R"({"prompt":"a","seed":9223372036854775808})", "seed"},
       {R"({"prompt":"a","suffix":" the end"})", "suffix"},
       {R"({"prompt":"a","best_of":3})", "best_of"},
-      {R"({"prompt":"a","response_format":{"type":"json_object"}})", "response_format"},
-      {R"({"prompt":"a","guided_regex":"[a-z]+"})", "guided_regex"},
+      {R"({"prompt":"a","response_format":{"type":"yaml"}})", "response_format.type"},
+      {R"({"prompt":"a","guided_regex":5})", "guided_regex"},
   };
   for (const auto& [body, param] : cases) {
     const auto request = parse_completion_request(body);

@@ -261,14 +261,32 @@ TEST(ResponsesRequestTest, RefusesWhatItCannotDoYet) {
                   "unsupported_parameter");
   expect_rejected(input_with(R"("tool_choice":{"type":"function","name":"f"})"), "tool_choice",
                   "unsupported_parameter");
-  expect_rejected(input_with(R"("text":{"format":{"type":"json_schema","name":"x","schema":{}}})"),
-                  "text.format", "unsupported_parameter");
-  expect_rejected(input_with(R"("text":{"format":{"type":"json_object"}})"), "text.format",
-                  "unsupported_parameter");
+  expect_rejected(input_with(R"("text":{"format":{"type":"xml"}})"), "text.format.type",
+                  "invalid_value");
   expect_rejected(input_with(R"("background":true)"), "background", "unsupported_parameter");
   expect_rejected(input_with(R"("conversation":"conv_1")"), "conversation",
                   "unsupported_parameter");
   expect_rejected(input_with(R"("prompt":{"id":"pmpt_1"})"), "prompt", "unsupported_parameter");
+}
+
+}  // namespace
+}  // namespace tern::service::responses
+
+namespace tern::service::responses {
+namespace {
+
+TEST(ResponsesRequestTest, TextFormatAsksForStructuredOutput) {
+  using Kind = engine::grammar::GrammarSpec::Kind;
+  const ResponsesRequest schema = parsed(input_with(
+      R"("text":{"format":{"type":"json_schema","name":"x","strict":true,"schema":{"type":"string"}}})"));
+  EXPECT_EQ(schema.structured_output.kind, Kind::json_schema);
+  EXPECT_EQ(schema.structured_output.text, R"({"type":"string"})");
+  EXPECT_EQ(schema.structured_output.field, "text.format.schema");
+  EXPECT_EQ(
+      parsed(input_with(R"("text":{"format":{"type":"json_object"}})")).structured_output.kind,
+      Kind::json_object);
+  EXPECT_FALSE(
+      parsed(input_with(R"("text":{"format":{"type":"text"}})")).structured_output.active());
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+#include "engine/grammar/grammar_cache.h"
+
+#include <fmt/format.h>
+
+namespace tern::engine::grammar {
+
+GrammarCache::GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary,
+                           std::chrono::milliseconds compile_timeout, std::size_t capacity)
+    : vocabulary_(std::move(vocabulary)), compile_timeout_(compile_timeout), capacity_(capacity) {}
+
+Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::get(const GrammarSpec& spec) {
+  const std::string key = spec.cache_key();
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto found = index_.find(key); found != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, found->second);
+      ++stats_.hits;
+      return entries_.front().second;
+    }
+  }
+  // Compiled unlocked: two requests with one new schema may both compile it, and neither
+  // waits on the other's compile.
+  const auto deadline = std::chrono::steady_clock::now() + compile_timeout_;
+  auto grammar = compile_grammar(spec);
+  Expected<std::shared_ptr<const TokenizedGrammar>> tokenized =
+      grammar.ok() ? TokenizedGrammar::create(*grammar, vocabulary_, deadline)
+                   : Expected<std::shared_ptr<const TokenizedGrammar>>(grammar.error());
+  const std::lock_guard lock(mutex_);
+  if (!tokenized.ok()) {
+    ++stats_.failed;
+    Error error = tokenized.error();
+    error.kind = ErrorKind::invalid_field;
+    if (error.field.empty()) error.field = spec.field;
+    if (grammar.ok()) {
+      error.message = fmt::format("{} (structured_outputs_compile_timeout_ms is {})", error.message,
+                                  compile_timeout_.count());
+    }
+    return error;
+  }
+  ++stats_.compiled;
+  if (index_.contains(key)) return *tokenized;
+  entries_.emplace_front(key, *tokenized);
+  index_.emplace(key, entries_.begin());
+  if (entries_.size() > capacity_) {
+    index_.erase(entries_.back().first);
+    entries_.pop_back();
+  }
+  return *tokenized;
+}
+
+GrammarCache::Stats GrammarCache::stats() const {
+  const std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace tern::engine::grammar
