@@ -31,7 +31,7 @@ Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::get(const Gramma
     Error error = tokenized.error();
     error.kind = ErrorKind::invalid_field;
     if (error.field.empty()) error.field = spec.field;
-    if (grammar.ok()) {
+    if (error.message.starts_with("the grammar did not compile in time")) {
       error.message = fmt::format("{} (structured_outputs_compile_timeout_ms is {})", error.message,
                                   compile_timeout_.count());
     }

@@ -106,23 +106,30 @@ void GrammarMatcher::State::compute_mask(TokenMask& mask) {
   const std::vector<NodeId> top_nodes(tops.begin(), tops.end());
   const std::span<std::uint64_t> out = mask.words();
   for (const NodeId top : top_nodes) {
-    const StateTokenTable& table = tokenized->table(automaton.state_of(top));
-    if (table.lists_rejected) {
+    const StateId state = automaton.state_of(top);
+    bool any_uncertain = false;
+    for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
+      const TokenTable& table = tokenized->table(b, state);
+      any_uncertain = any_uncertain || !table.uncertain.empty();
+      if (!table.lists_rejected) {
+        for (const std::int32_t token : table.listed) mask.set(token);
+        continue;
+      }
       if (scratch.size() != mask.size()) scratch.resize(mask.size());
-      const std::span<const std::uint64_t> spelled = vocabulary.spelled().words();
-      std::span<std::uint64_t> allowed = scratch.words();
-      std::copy(spelled.begin(), spelled.end(), allowed.begin());
+      const std::span<const std::uint64_t> band = vocabulary.bands()[b].mask.words();
+      const std::span<std::uint64_t> allowed = scratch.words();
+      std::copy(band.begin(), band.end(), allowed.begin());
       for (const std::int32_t token : table.listed) scratch.reset(token);
       for (const std::int32_t token : table.uncertain) scratch.reset(token);
       for (std::size_t w = 0; w < out.size(); ++w) out[w] |= allowed[w];
-    } else {
-      for (const std::int32_t token : table.listed) mask.set(token);
     }
-    if (table.uncertain.empty()) continue;
+    if (!any_uncertain) continue;
     const SetId alone = automaton.single_top_set(top);
-    for (const std::int32_t token : table.uncertain) {
-      if (mask.test(token)) continue;
-      if (automaton.walk(alone, vocabulary.bytes(token)) != kDeadSet) mask.set(token);
+    for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
+      for (const std::int32_t token : tokenized->table(b, state).uncertain) {
+        if (mask.test(token)) continue;
+        if (automaton.walk(alone, vocabulary.bytes(token)) != kDeadSet) mask.set(token);
+      }
     }
   }
   if (automaton.can_end(current)) {

@@ -117,8 +117,13 @@ ExprId JsonSyntax::quoted(ExprId content) {
 }
 
 ExprId JsonSyntax::string(std::int32_t min_length, std::int32_t max_length) {
-  const bool any = min_length == 0 && max_length == GrammarBuilder::kUnbounded;
-  if (any && any_string_) return *any_string_;
+  // A rule, not an inline expression: every string with these bounds shares its automaton
+  // states, so the vocabulary is walked for them once, whatever follows each (tokens that run
+  // past the closing quote are checked against the real stack when masks are made).
+  const auto key = std::make_pair(min_length, max_length);
+  if (const auto found = string_rules_.find(key); found != string_rules_.end()) {
+    return builder_.reference(found->second);
+  }
   // A bounded repeat is unrolled, and one character inline is a hundred automaton states: past
   // a few dozen characters each one is a call of a rule instead, so that maxLength reaches the
   // hundreds of thousands.
@@ -129,9 +134,10 @@ ExprId JsonSyntax::string(std::int32_t min_length, std::int32_t max_length) {
   }
   const ExprId character =
       long_bounded ? builder_.reference(*string_character_rule_) : string_character();
-  const ExprId written = quoted(builder_.repeat(character, min_length, max_length));
-  if (any) any_string_ = written;
-  return written;
+  const RuleId rule = builder_.fresh_rule("json_string");
+  builder_.define(rule, quoted(builder_.repeat(character, min_length, max_length)));
+  string_rules_.emplace(key, rule);
+  return builder_.reference(rule);
 }
 
 ExprId JsonSyntax::key_and_colon(std::string_view name) {

@@ -3,9 +3,11 @@
 // The pieces of JSON text that the JSON Schema front end builds its grammars from: punctuation
 // (with whitespace between tokens when asked for), strings, keys and any JSON value.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "engine/grammar/grammar_builder.h"
 
@@ -64,7 +66,8 @@ class JsonSyntax {
   std::optional<ExprId> space_;
   std::optional<ExprId> string_character_;
   std::optional<RuleId> string_character_rule_;
-  std::optional<ExprId> any_string_;
+  // One rule per (min, max) length: every string of a schema with those bounds calls it.
+  std::map<std::pair<std::int32_t, std::int32_t>, RuleId> string_rules_;
   std::optional<RuleId> any_value_;
   std::optional<RuleId> any_object_;
   std::optional<RuleId> any_array_;

@@ -74,6 +74,8 @@ SetId StackAutomaton::finish_set() {
   set.can_end = building_can_end_;
   set.escaped = building_escaped_;
   sets_.push_back(std::move(set));
+  transitions_.resize(transitions_.size() + 256, kUnvisited);
+  escaped_.push_back(building_escaped_ ? 1 : 0);
   bucket.push_back(id);
   return id;
 }
@@ -108,15 +110,6 @@ SetId StackAutomaton::compute_step(SetId set, std::uint8_t byte) {
     }
   }
   return finish_set();
-}
-
-StackAutomaton::Transitions& StackAutomaton::transitions(SetId set) {
-  std::unique_ptr<Transitions>& next = sets_[static_cast<std::size_t>(set)].next;
-  if (!next) {
-    next = std::make_unique<Transitions>();
-    next->fill(kUnvisited);
-  }
-  return *next;
 }
 
 }  // namespace tern::engine::grammar

@@ -38,9 +38,12 @@ class StackAutomaton {
   // The set holding just `state` over the bottom, without expanding it: its byte edges alone.
   SetId lone_state_set(StateId state) { return single_top_set(intern(state, bottom_)); }
   SetId step(SetId set, std::uint8_t byte) {
-    Transitions& row = transitions(set);
-    const SetId next = row[byte];
-    return next != kUnvisited ? next : (row[byte] = compute_step(set, byte));
+    const std::size_t at = static_cast<std::size_t>(set) * 256 + byte;
+    const SetId next = transitions_[at];
+    if (next != kUnvisited) return next;
+    const SetId computed = compute_step(set, byte);
+    transitions_[at] = computed;
+    return computed;
   }
   SetId walk(SetId set, std::string_view bytes) {
     for (const char c : bytes) {
@@ -57,7 +60,7 @@ class StackAutomaton {
   // Some stack returned to kBottom: what was read is a whole output.
   bool can_end(SetId set) const { return sets_[static_cast<std::size_t>(set)].can_end; }
   // Some stack returned to kUnknownCaller.
-  bool escaped(SetId set) const { return sets_[static_cast<std::size_t>(set)].escaped; }
+  bool escaped(SetId set) const { return escaped_[static_cast<std::size_t>(set)] != 0; }
   // Neither a byte nor the end can follow.
   bool is_dead(SetId set) const {
     const Set& s = sets_[static_cast<std::size_t>(set)];
@@ -71,7 +74,6 @@ class StackAutomaton {
 
  private:
   static constexpr SetId kUnvisited = -2;
-  using Transitions = std::array<SetId, 256>;
   struct Node {
     StateId state;
     NodeId parent;
@@ -80,7 +82,6 @@ class StackAutomaton {
     std::vector<NodeId> tops;  // sorted
     bool can_end = false;
     bool escaped = false;
-    std::unique_ptr<Transitions> next;
   };
 
   NodeId intern(StateId state, NodeId parent);
@@ -88,13 +89,15 @@ class StackAutomaton {
   void expand(NodeId node);
   SetId finish_set();
   SetId compute_step(SetId set, std::uint8_t byte);
-  Transitions& transitions(SetId set);
 
   std::shared_ptr<const Grammar> grammar_;
   NodeId bottom_;
   std::vector<Node> nodes_;
   std::unordered_map<std::uint64_t, NodeId> node_index_;
   std::vector<Set> sets_;
+  // 256 moves per set, flat, so that a step is one load: walks make millions of them.
+  std::vector<SetId> transitions_;
+  std::vector<std::uint8_t> escaped_;
   std::unordered_map<std::uint64_t, std::vector<SetId>> set_index_;  // by content hash
 
   // The set being built.

@@ -21,38 +21,34 @@ std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_tokenizer(
 }
 
 TokenVocabulary::TokenVocabulary(std::vector<std::string> tokens, std::vector<std::int32_t> eos)
-    : size_(static_cast<std::int32_t>(tokens.size())), eos_(std::move(eos)), spelled_(size_) {
+    : size_(static_cast<std::int32_t>(tokens.size())), eos_(std::move(eos)) {
   offsets_.reserve(tokens.size() + 1);
   offsets_.push_back(0);
   for (const std::string& token : tokens) {
     bytes_ += token;
     offsets_.push_back(bytes_.size());
   }
+  std::array<std::vector<std::int32_t>, kBands> ids;
+  for (std::size_t b = 0; b < kBands; ++b) {
+    bands_[b].mask.resize(size_);
+    bands_[b].max_bytes = b < kBandBytes.size() ? kBandBytes[b] : 0;
+  }
   for (std::int32_t id = 0; id < size_; ++id) {
-    if (tokens[static_cast<std::size_t>(id)].empty() || is_eos(id)) continue;
-    sorted_.push_back(id);
-    spelled_.set(id);
+    const std::string& token = tokens[static_cast<std::size_t>(id)];
+    if (token.empty() || is_eos(id)) continue;
+    std::size_t band = 0;
+    while (band < kBandBytes.size() && token.size() > kBandBytes[band]) ++band;
+    ids[band].push_back(id);
+    bands_[band].mask.set(id);
   }
-  std::sort(sorted_.begin(), sorted_.end(),
-            [&](std::int32_t a, std::int32_t b) { return bytes(a) < bytes(b); });
-  sorted_offsets_.reserve(sorted_.size() + 1);
-  sorted_offsets_.push_back(0);
-  for (const std::int32_t token : sorted_) {
-    sorted_bytes_ += bytes(token);
-    sorted_offsets_.push_back(sorted_bytes_.size());
-  }
-  for (std::size_t i = 0; i < sorted_.size(); ++i) {
-    group_end_[static_cast<std::uint8_t>(bytes(sorted_[i])[0])] = i + 1;
-  }
-  shared_prefix_.assign(sorted_.size(), 0);
-  for (std::size_t i = 1; i < sorted_.size(); ++i) {
-    const std::string_view previous = bytes(sorted_[i - 1]);
-    const std::string_view current = bytes(sorted_[i]);
-    const std::size_t limit = std::min(previous.size(), current.size());
-    std::size_t n = 0;
-    while (n < limit && previous[n] == current[n]) ++n;
-    shared_prefix_[i] = static_cast<std::int32_t>(n);
-  }
+  for (std::size_t b = 0; b < kBands; ++b)
+    bands_[b].tokens = SortedTokens(std::move(ids[b]), tokens);
+}
+
+std::size_t TokenVocabulary::spelled_count() const {
+  std::size_t count = 0;
+  for (const Band& band : bands_) count += band.tokens.size();
+  return count;
 }
 
 bool TokenVocabulary::is_eos(std::int32_t token) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
@@ -11,50 +12,48 @@
 namespace tern::engine::grammar {
 namespace {
 
-// Walks the sorted vocabulary from `state` alone, sharing the work of common prefixes: a token
-// that fails at byte d fails there with every token after it that shares those d + 1 bytes, so
-// whole groups are passed over at once. Rejected tokens are never listed one by one.
-StateTokenTable table_for(StackAutomaton& automaton, const TokenVocabulary& vocabulary,
-                          StateId state, std::vector<SetId>& path, std::vector<bool>& escaped,
-                          TokenMask& scratch) {
-  const std::span<const std::int32_t> sorted = vocabulary.sorted();
-  const std::span<const std::int32_t> shared = vocabulary.shared_prefix();
-  StateTokenTable table;
+// Walks `tokens` from `state` alone, sharing the work of common prefixes: a token that fails at
+// byte d fails there with every token after it that shares those d + 1 bytes, so whole groups
+// are passed over at once. Rejected tokens are never listed one by one: `subset` (`tokens` as a
+// mask) gives them when they are fewer than the accepted.
+TokenTable table_for(StackAutomaton& automaton, const SortedTokens& tokens, StateId state,
+                     std::vector<SetId>& path, std::vector<std::uint8_t>& escaped,
+                     const TokenMask* subset, TokenMask& scratch) {
+  TokenTable table;
   std::vector<std::int32_t> accepted;
   path[0] = automaton.lone_state_set(state);
-  escaped[0] = false;
+  escaped[0] = 0;
   std::size_t valid = 0;
-  for (std::size_t i = 0; i < sorted.size();) {
-    const std::string_view bytes = vocabulary.sorted_bytes(i);
-    std::size_t depth = std::min(static_cast<std::size_t>(shared[i]), valid);
+  for (std::size_t i = 0; i < tokens.size();) {
+    const std::string_view bytes = tokens.bytes(i);
+    std::size_t depth = std::min(tokens.shared_prefix(i), valid);
     while (depth < bytes.size()) {
       const SetId next = automaton.step(path[depth], static_cast<std::uint8_t>(bytes[depth]));
       if (next == kDeadSet) break;
       path[depth + 1] = next;
-      escaped[depth + 1] = escaped[depth] || automaton.escaped(next);
+      escaped[depth + 1] = escaped[depth] | (automaton.escaped(next) ? 1 : 0);
       ++depth;
     }
     valid = depth;
     if (depth == bytes.size()) {
       // Read to the end: inside the rule, or just as it returns.
-      accepted.push_back(sorted[i]);
+      accepted.push_back(tokens.ids()[i]);
       ++i;
       continue;
     }
     if (depth == 0) {
-      i = vocabulary.first_byte_group_end(i);
+      i = tokens.first_byte_group_end(i);
       continue;
     }
     const bool uncertain = escaped[depth];
-    if (uncertain) table.uncertain.push_back(sorted[i]);
-    for (++i; i < sorted.size() && static_cast<std::size_t>(shared[i]) > depth; ++i) {
-      if (uncertain) table.uncertain.push_back(sorted[i]);
+    if (uncertain) table.uncertain.push_back(tokens.ids()[i]);
+    for (++i; i < tokens.size() && tokens.shared_prefix(i) > depth; ++i) {
+      if (uncertain) table.uncertain.push_back(tokens.ids()[i]);
     }
   }
-  const std::size_t rejected =
-      vocabulary.sorted().size() - accepted.size() - table.uncertain.size();
   std::sort(table.uncertain.begin(), table.uncertain.end());
-  if (accepted.size() <= rejected) {
+  const std::size_t rejected = tokens.size() - accepted.size() - table.uncertain.size();
+  if (subset == nullptr || accepted.size() <= rejected) {
     std::sort(accepted.begin(), accepted.end());
     table.listed = std::move(accepted);
     return table;
@@ -63,11 +62,60 @@ StateTokenTable table_for(StackAutomaton& automaton, const TokenVocabulary& voca
   scratch.clear();
   for (const std::int32_t token : accepted) scratch.set(token);
   for (const std::int32_t token : table.uncertain) scratch.set(token);
-  for (const std::int32_t token : vocabulary.sorted()) {
+  for (const std::int32_t token : tokens.ids()) {
     if (!scratch.test(token)) table.listed.push_back(token);
   }
   std::sort(table.listed.begin(), table.listed.end());
   return table;
+}
+
+// Classes of states that no byte string of up to `depths[i]` bytes tells apart, for each i
+// (ascending): the same finality, the same calls to the same return states, and byte edges
+// into the same classes one byte shorter (Moore's refinement, read off after depths[i] rounds).
+// States of a class give every token that short the same fate.
+template <std::size_t N>
+std::array<std::vector<std::int32_t>, N> classes_up_to(const Grammar& grammar,
+                                                       const std::array<std::size_t, N>& depths) {
+  const auto states = static_cast<std::size_t>(grammar.state_count());
+  std::vector<std::int32_t> classes(states);
+  std::map<std::vector<std::int64_t>, std::int32_t> ids;
+  for (std::size_t s = 0; s < states; ++s) {
+    const auto state = static_cast<StateId>(s);
+    std::vector<std::int64_t> signature{grammar.is_final(state) ? 1 : 0};
+    for (const CallEdge& call : grammar.call_edges(state)) {
+      signature.push_back((std::int64_t{call.rule} << 32) |
+                          static_cast<std::uint32_t>(call.return_state));
+    }
+    classes[s] =
+        ids.try_emplace(std::move(signature), static_cast<std::int32_t>(ids.size())).first->second;
+  }
+  std::array<std::vector<std::int32_t>, N> out;
+  std::size_t count = ids.size();
+  bool stable = false;
+  std::vector<std::int32_t> next(states);
+  std::size_t round = 0;
+  for (std::size_t i = 0; i < N; ++i) {
+    for (; round < depths[i] && !stable; ++round) {
+      ids.clear();
+      for (std::size_t s = 0; s < states; ++s) {
+        std::vector<std::int64_t> signature{classes[s]};
+        for (const ByteEdge& edge : grammar.byte_edges(static_cast<StateId>(s))) {
+          signature.push_back(
+              (std::int64_t{edge.first} << 40) | (std::int64_t{edge.last} << 32) |
+              static_cast<std::uint32_t>(classes[static_cast<std::size_t>(edge.target)]));
+        }
+        std::sort(signature.begin() + 1, signature.end());
+        signature.erase(std::unique(signature.begin() + 1, signature.end()), signature.end());
+        next[s] = ids.try_emplace(std::move(signature), static_cast<std::int32_t>(ids.size()))
+                      .first->second;
+      }
+      classes.swap(next);
+      stable = ids.size() == count;  // no class split: later rounds split none either
+      count = ids.size();
+    }
+    out[i] = classes;
+  }
+  return out;
 }
 
 std::string describe_bytes(const std::bitset<256>& bytes) {
@@ -89,8 +137,10 @@ std::string describe_bytes(const std::bitset<256>& bytes) {
 // instead of at the dead end.
 Status check_writable(const Grammar& grammar, const TokenVocabulary& vocabulary) {
   std::bitset<256> spelled;
-  for (std::size_t i = 0; i < vocabulary.sorted().size(); ++i) {
-    for (const char c : vocabulary.sorted_bytes(i)) spelled.set(static_cast<std::uint8_t>(c));
+  for (const TokenVocabulary::Band& band : vocabulary.bands()) {
+    for (std::size_t i = 0; i < band.tokens.size(); ++i) {
+      for (const char c : band.tokens.bytes(i)) spelled.set(static_cast<std::uint8_t>(c));
+    }
   }
   const auto states = static_cast<std::size_t>(grammar.state_count());
   std::vector<bool> productive(states, false);
@@ -143,33 +193,52 @@ Expected<std::shared_ptr<const TokenizedGrammar>> TokenizedGrammar::create(
   if (Status writable = check_writable(*grammar, *vocabulary); !writable.ok()) {
     return writable.error();
   }
+  const Error late{"the grammar did not compile in time: its token tables took too long",
+                   ErrorKind::invalid_field};
   StackAutomaton automaton(grammar, kUnknownCaller);
   std::size_t longest = 0;
-  for (const std::int32_t token : vocabulary->sorted()) {
-    longest = std::max(longest, vocabulary->bytes(token).size());
+  for (const TokenVocabulary::Band& band : vocabulary->bands()) {
+    longest = std::max(longest, band.tokens.longest());
   }
   std::vector<SetId> path(longest + 1, kDeadSet);
-  std::vector<bool> escaped(longest + 1, false);
+  std::vector<std::uint8_t> escaped(longest + 1, 0);
   TokenMask scratch(vocabulary->size());
-  std::vector<StateTokenTable> tables(static_cast<std::size_t>(grammar->state_count()));
-  for (StateId state = 0; state < grammar->state_count(); ++state) {
-    if (grammar->byte_edges(state).empty()) continue;
-    if (std::chrono::steady_clock::now() > deadline) {
-      return Error{"the grammar did not compile in time: its token tables took too long",
-                   ErrorKind::invalid_field};
+  const auto classes = classes_up_to(*grammar, TokenVocabulary::kBandBytes);
+  const auto states = static_cast<std::size_t>(grammar->state_count());
+  std::array<BandTables, TokenVocabulary::kBands> bands;
+  for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
+    const TokenVocabulary::Band& band = vocabulary->bands()[b];
+    BandTables& tables = bands[b];
+    tables.table_of.assign(states, -1);
+    std::map<std::int32_t, std::int32_t> table_of_class;
+    for (std::size_t s = 0; s < states; ++s) {
+      const auto state = static_cast<StateId>(s);
+      if (grammar->byte_edges(state).empty()) continue;
+      if (std::chrono::steady_clock::now() > deadline) return late;
+      // The last band's tokens are few and long: a table per state.
+      const std::int32_t key = b < classes.size() ? classes[b][s] : static_cast<std::int32_t>(s);
+      const auto [found, added] =
+          table_of_class.try_emplace(key, static_cast<std::int32_t>(tables.tables.size()));
+      if (added) {
+        tables.tables.push_back(
+            table_for(automaton, band.tokens, state, path, escaped, &band.mask, scratch));
+      }
+      tables.table_of[s] = found->second;
     }
-    tables[static_cast<std::size_t>(state)] =
-        table_for(automaton, *vocabulary, state, path, escaped, scratch);
   }
   return std::shared_ptr<const TokenizedGrammar>(std::make_shared<const TokenizedGrammar>(
-      std::move(grammar), std::move(vocabulary), std::move(tables)));
+      std::move(grammar), std::move(vocabulary), std::move(bands)));
 }
 
 TokenizedGrammar::TokenizedGrammar(std::shared_ptr<const Grammar> grammar,
                                    std::shared_ptr<const TokenVocabulary> vocabulary,
-                                   std::vector<StateTokenTable> tables)
-    : grammar_(std::move(grammar)),
-      vocabulary_(std::move(vocabulary)),
-      tables_(std::move(tables)) {}
+                                   std::array<BandTables, TokenVocabulary::kBands> bands)
+    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), bands_(std::move(bands)) {}
+
+std::size_t TokenizedGrammar::table_count() const {
+  std::size_t count = 0;
+  for (const BandTables& band : bands_) count += band.tables.size();
+  return count;
+}
 
 }  // namespace tern::engine::grammar
