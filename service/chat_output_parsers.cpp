@@ -1,5 +1,7 @@
 #include "service/chat_output_parsers.h"
 
+#include <limits>
+
 #include <algorithm>
 
 #include <simdjson.h>
@@ -79,13 +81,16 @@ std::vector<std::int32_t> parser_marker_tokens(const engine::Tokenizer& tokenize
 
 engine::ReasoningBudget reasoning_budget_for(const engine::Tokenizer& tokenizer,
                                              const OutputParserSpec& spec,
-                                             std::optional<int> budget_tokens) {
+                                             std::optional<int> budget_tokens, bool constrained) {
   engine::ReasoningBudget budget;
-  if (!budget_tokens || spec.reasoning_parser.empty()) return budget;
+  if (spec.reasoning_parser.empty()) return budget;
+  // A constrained answer follows the reasoning: the engine tracks where reasoning ends even
+  // without a cap on it.
+  if (!budget_tokens && !constrained) return budget;
   const std::vector<std::int32_t> open = tokenizer.encode("<think>", false);
   const std::vector<std::int32_t> close = tokenizer.encode("</think>", false);
   if (close.size() != 1) return budget;
-  budget.max_tokens = *budget_tokens;
+  budget.max_tokens = budget_tokens.value_or(std::numeric_limits<std::int32_t>::max());
   budget.starts_in_reasoning = spec.starts_in_reasoning;
   budget.open_token = open.size() == 1 ? open[0] : -1;
   budget.close_token = close[0];

@@ -35,9 +35,11 @@ std::vector<std::int32_t> parser_marker_tokens(const engine::Tokenizer& tokenize
                                                const OutputParserSpec& spec);
 
 // The request's reasoning budget in the engine's terms; inactive without a reasoning parser,
-// without a budget, or where the markers are not single tokens.
+// without a budget (unless the answer is `constrained`: then the engine must know where the
+// reasoning ends, and the budget has no cap), or where the markers are not single tokens.
 engine::ReasoningBudget reasoning_budget_for(const engine::Tokenizer& tokenizer,
                                              const OutputParserSpec& spec,
-                                             std::optional<int> budget_tokens);
+                                             std::optional<int> budget_tokens,
+                                             bool constrained = false);
 
 }  // namespace tern::service

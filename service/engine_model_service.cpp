@@ -57,6 +57,32 @@ compile_structured_output(const engine::ServedModel& model,
   return *compiled;
 }
 
+// What a chat answer is constrained to: the request's structured output, or, when tool_choice
+// forces a call, a call of its tools in the format the model's tool parser reads.
+openai::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
+    const openai::ChatCompletionRequest& request, const OutputParserSpec& parsers) {
+  if (!request.tool_call_required) return request.structured_output;
+  if (request.structured_output.active()) {
+    return openai::invalid_request(
+        "tool_choice",
+        fmt::format("'tool_choice' forces a tool call and '{}' constrains the answer; give one",
+                    request.structured_output.field),
+        "invalid_value");
+  }
+  if (request.tools_json.empty() || request.tools_json == "[]") {
+    return openai::invalid_request(
+        "tool_choice", "'tool_choice' forces a call but no tools are given", "invalid_value");
+  }
+  engine::grammar::GrammarSpec spec;
+  spec.kind = engine::grammar::GrammarSpec::Kind::tool_calls;
+  spec.field = "tool_choice";
+  spec.text = request.tools_json;
+  spec.tool_parser = parsers.tool_parser;
+  spec.tool_name = request.required_tool;
+  spec.parallel_tool_calls = request.parallel_tool_calls;
+  return spec;
+}
+
 }  // namespace
 
 openai::ApiResult<const engine::ServedModel*> EngineModelService::resolve(
@@ -137,8 +163,6 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;
-  auto grammar = compile_structured_output(model, request.structured_output);
-  if (!grammar) return grammar.error();
   auto prompt = render_chat_prompt(
       *model.chat_template,
       ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
@@ -150,8 +174,12 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
   auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
   if (!built) return built.error();
-  built->grammar = std::move(*grammar);
   OutputParserSpec parsers = output_parsers_for(model, request, *prompt);
+  auto constraint = chat_output_constraint(request, parsers);
+  if (!constraint) return constraint.error();
+  auto grammar = compile_structured_output(model, *constraint);
+  if (!grammar) return grammar.error();
+  built->grammar = std::move(*grammar);
   if (parsers.active()) {
     built->kept_special_tokens = parser_marker_tokens(*model.tokenizer, parsers);
     if (request.sampling.skip_special_tokens) {
@@ -159,8 +187,8 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
         parsers.hidden_markers.push_back(model.tokenizer->decode({&token, 1}, false));
       }
     }
-    built->reasoning_budget =
-        reasoning_budget_for(*model.tokenizer, parsers, request.reasoning_budget_tokens);
+    built->reasoning_budget = reasoning_budget_for(
+        *model.tokenizer, parsers, request.reasoning_budget_tokens, built->grammar != nullptr);
   }
   const int choices = built->n;
   std::vector<engine::Request> requests;

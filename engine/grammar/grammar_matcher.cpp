@@ -51,6 +51,11 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   return true;
 }
 
+bool GrammarMatcher::can_accept_bytes(std::string_view bytes) {
+  if (state_->ended) return bytes.empty();
+  return state_->automaton.walk(state_->current, bytes) != kDeadSet;
+}
+
 bool GrammarMatcher::can_end() const {
   return state_->automaton.can_end(state_->current);
 }

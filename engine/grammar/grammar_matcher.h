@@ -27,6 +27,8 @@ class GrammarMatcher {
 
   // Moves past `bytes` when the grammar allows all of them; false, and no move, when not.
   bool accept_bytes(std::string_view bytes);
+  // Whether accept_bytes(bytes) would succeed; no move either way.
+  bool can_accept_bytes(std::string_view bytes);
   // The bytes so far are a whole sentence of the grammar.
   bool can_end() const;
   // A whole sentence, and no byte may follow: only the end may come next.

@@ -4,6 +4,7 @@
 #include "engine/grammar/gbnf_grammar.h"
 #include "engine/grammar/json_schema_grammar.h"
 #include "engine/grammar/regex_grammar.h"
+#include "engine/grammar/tool_call_grammar.h"
 
 namespace tern::engine::grammar {
 
@@ -12,6 +13,13 @@ std::string GrammarSpec::cache_key() const {
   key += static_cast<char>('0' + static_cast<int>(kind));
   key += strict ? 's' : 'n';
   key += text;
+  if (kind == Kind::tool_calls) {
+    key += '\0';
+    key += tool_parser;
+    key += '\0';
+    key += tool_name;
+    key += parallel_tool_calls ? '\1' : '\0';
+  }
   for (const std::string& choice : choices) {
     key += '\0';
     key += std::to_string(choice.size());
@@ -43,6 +51,10 @@ Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec
       break;
     case GrammarSpec::Kind::gbnf:
       compiled = compile_gbnf(spec.text);
+      break;
+    case GrammarSpec::Kind::tool_calls:
+      compiled =
+          compile_tool_calls(spec.text, spec.tool_name, spec.tool_parser, spec.parallel_tool_calls);
       break;
   }
   if (compiled.ok()) return compiled;

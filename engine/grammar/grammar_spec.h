@@ -13,11 +13,16 @@ namespace tern::engine::grammar {
 // (response_format, structured_outputs, guided_*, llama.cpp's grammar and json_schema, the
 // Responses API's text.format) is read into.
 struct GrammarSpec {
-  enum class Kind { none, json_object, json_schema, regex, choice, gbnf };
+  enum class Kind { none, json_object, json_schema, regex, choice, gbnf, tool_calls };
   Kind kind = Kind::none;
-  std::string text;  // the schema's JSON, the regex or the GBNF grammar
+  std::string text;  // the schema's JSON, the regex, the GBNF grammar or the tools (tool_calls)
   std::vector<std::string> choices;
   bool strict = true;
+  // tool_calls: the call format (a tool parser's name), the one tool allowed (empty: any), and
+  // whether several calls may follow each other.
+  std::string tool_parser;
+  std::string tool_name;
+  bool parallel_tool_calls = true;
   std::string field;  // the request field it came from, for errors
 
   bool active() const { return kind != Kind::none; }

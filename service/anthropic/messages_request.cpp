@@ -96,12 +96,21 @@ json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& 
     tool_choice_json = fmt::format("\"{}\"", type);
     return std::nullopt;
   }
-  if (type == "any" || type == "tool") {
-    // Forcing a call needs the output constrained to the tool's schema (structured outputs).
-    return not_implemented("tool_choice",
-                           fmt::format("'tool_choice' of type '{}' is not supported yet (tern "
-                                       "cannot force a tool call); use 'auto' or 'none'",
-                                       type));
+  if (type == "any") {
+    request.tool_call_required = true;
+    tool_choice_json = "\"required\"";
+    return std::nullopt;
+  }
+  if (type == "tool") {
+    std::string_view name;
+    if (fields["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
+      return invalid_request("tool_choice.name", "'tool_choice' of type 'tool' needs a 'name'",
+                             "missing_required_parameter");
+    }
+    request.tool_call_required = true;
+    request.required_tool.assign(name);
+    tool_choice_json = "\"required\"";
+    return std::nullopt;
   }
   return invalid_request(
       "tool_choice.type",

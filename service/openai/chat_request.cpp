@@ -195,7 +195,7 @@ json::Check read_tools(const json::element& value, std::string& tools_json) {
   return std::nullopt;
 }
 
-json::Check read_tool_choice(const json::element& value, std::string& tool_choice_json) {
+json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& request) {
   std::string_view mode;
   if (value.get_string().get(mode) == simdjson::SUCCESS) {
     if (mode != "none" && mode != "auto" && mode != "required") {
@@ -204,20 +204,21 @@ json::Check read_tool_choice(const json::element& value, std::string& tool_choic
           fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
           "invalid_value");
     }
-    // Forcing a call needs the output parsed into tool_calls, which tern does not do yet.
-    if (mode == "required") {
-      return not_implemented("tool_choice",
-                             "'tool_choice' 'required' is not supported yet (tool calls are not "
-                             "parsed from the output); use 'auto' or 'none'");
-    }
+    request.tool_call_required = mode == "required";
   } else if (value.is_object()) {
-    return not_implemented("tool_choice",
-                           "'tool_choice' naming a function is not supported yet (tool calls are "
-                           "not parsed from the output); use 'auto' or 'none'");
+    std::string_view name;
+    if (value["function"]["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
+      return invalid_request("tool_choice.function.name",
+                             "'tool_choice' as an object needs {\"type\": \"function\", "
+                             "\"function\": {\"name\": ...}}",
+                             "missing_required_parameter");
+    }
+    request.tool_call_required = true;
+    request.required_tool.assign(name);
   } else {
     return json::wrong_type("tool_choice", "string or object", value);
   }
-  tool_choice_json = json::to_json(value);
+  request.tool_choice_json = json::to_json(value);
   return std::nullopt;
 }
 
@@ -280,7 +281,7 @@ ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view 
     } else if (key == "tools") {
       error = read_tools(value, request.tools_json);
     } else if (key == "tool_choice") {
-      error = read_tool_choice(value, request.tool_choice_json);
+      error = read_tool_choice(value, request);
     } else if (key == "parallel_tool_calls") {
       error = json::read_bool(value, key, request.parallel_tool_calls);
     } else if (key == "chat_template_kwargs") {

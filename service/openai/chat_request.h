@@ -38,6 +38,10 @@ struct ChatCompletionRequest {
   // Passed through to the chat template as compact JSON; empty when absent.
   std::string tools_json;
   std::string tool_choice_json;
+  // tool_choice "required" (Anthropic's "any"), or naming one function (`required_tool`): the
+  // answer must be a call of the tools, constrained to their schemas.
+  bool tool_call_required = false;
+  std::string required_tool;
   // False: at most one tool call per turn; later calls in the output are dropped, as vLLM does.
   bool parallel_tool_calls = true;
   std::string chat_template_kwargs_json;

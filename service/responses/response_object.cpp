@@ -168,9 +168,8 @@ void write_response(openai::JsonWriter& json, const openai::ResponseMeta& meta,
   json.null_field("summary").end_object();
   json.field("store", settings.store);
   optional_number(json, "temperature", settings.temperature);
-  json.key("text").begin_object().key("format").begin_object().field("type", "text");
-  json.end_object().end_object();
-  json.field("tool_choice", settings.tool_choice).key("tools").raw(settings.tools_json);
+  json.key("text").begin_object().key("format").raw(settings.text_format_json).end_object();
+  json.key("tool_choice").raw(settings.tool_choice_json).key("tools").raw(settings.tools_json);
   optional_number(json, "top_p", settings.top_p);
   json.field("truncation", "disabled");
   if (state.usage != nullptr) {

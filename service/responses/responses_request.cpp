@@ -87,23 +87,29 @@ json::Check read_tool_choice(const json::element& value, ResponsesRequest& reque
   std::string_view mode;
   if (value.get_string().get(mode) != simdjson::SUCCESS) {
     if (!value.is_object()) return json::wrong_type("tool_choice", "string or object", value);
-    // A named function, allowed_tools or a hosted tool: each forces or limits the calls.
+    std::string_view type;
+    std::string_view name;
+    if (value["type"].get_string().get(type) == simdjson::SUCCESS && type == "function" &&
+        value["name"].get_string().get(name) == simdjson::SUCCESS && !name.empty()) {
+      request.tool_call_required = true;
+      request.required_tool.assign(name);
+      request.settings.tool_choice_json = json::to_json(value);
+      request.tool_choice_json = "\"required\"";
+      return std::nullopt;
+    }
+    // allowed_tools or a hosted tool: each limits the calls in ways tern does not.
     return not_implemented("tool_choice",
-                           "'tool_choice' as an object is not supported yet (tern cannot force "
-                           "or restrict tool calls); use 'auto' or 'none'");
+                           "'tool_choice' as an object is supported only as {\"type\": "
+                           "\"function\", \"name\": ...}; use 'auto', 'required' or 'none'");
   }
-  if (mode == "required") {
-    return not_implemented("tool_choice",
-                           "'tool_choice' 'required' is not supported yet (tern cannot force a "
-                           "tool call); use 'auto' or 'none'");
-  }
-  if (mode != "auto" && mode != "none") {
+  if (mode != "auto" && mode != "none" && mode != "required") {
     return invalid_request(
         "tool_choice",
         fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
         "invalid_value");
   }
-  request.settings.tool_choice = std::string(mode);
+  request.settings.tool_choice_json = json_string(mode);
+  request.tool_call_required = mode == "required";
   request.tool_choice_json = fmt::format("\"{}\"", mode);
   return std::nullopt;
 }
@@ -129,14 +135,17 @@ json::Check read_reasoning(const json::element& value, ResponsesRequest& request
 }
 
 // text.format asks for structured outputs; text.verbosity only tunes length.
-json::Check read_text(const json::element& value, engine::grammar::GrammarSpec& spec) {
+json::Check read_text(const json::element& value, engine::grammar::GrammarSpec& spec,
+                      ResponseSettings& settings) {
   json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
     return json::wrong_type("text", "object", value);
   }
   json::element format;
   if (fields["format"].get(format) != simdjson::SUCCESS || format.is_null()) return std::nullopt;
-  return openai::read_text_format(format, "text.format", spec);
+  if (json::Check error = openai::read_text_format(format, "text.format", spec)) return error;
+  settings.text_format_json = json::to_json(format);
+  return std::nullopt;
 }
 
 json::Check read_metadata(const json::element& value, ResponseSettings& settings) {
@@ -208,7 +217,7 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
     } else if (key == "reasoning") {
       error = read_reasoning(value, request);
     } else if (key == "text") {
-      error = read_text(value, request.structured_output);
+      error = read_text(value, request.structured_output, request.settings);
     } else if (key == "store") {
       error = json::read_bool(value, key, settings.store);
     } else if (key == "previous_response_id") {

@@ -22,8 +22,9 @@ struct ResponseSettings {
   std::optional<int> max_output_tokens;
   std::optional<double> temperature;
   std::optional<double> top_p;
-  std::string tools_json = "[]";  // the function tools as sent, in the Responses shape
-  std::string tool_choice = "auto";
+  std::string tools_json = "[]";              // the function tools as sent, in the Responses shape
+  std::string tool_choice_json = "\"auto\"";  // echoed as given
+  std::string text_format_json = R"({"type":"text"})";  // text.format, echoed as given
   std::string metadata_json = "{}";
   bool parallel_tool_calls = true;
   std::optional<std::string> reasoning_effort;

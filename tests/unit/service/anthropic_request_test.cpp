@@ -181,8 +181,7 @@ TEST(AnthropicRequestTest, RejectsBadFieldsNamingThem) {
   expect_rejected(messages_with(R"("tools":[{"type":"web_search_20250305","name":"web_search"}])"),
                   "tools[0].type");
   expect_rejected(messages_with(R"("tool_choice":"auto")"), "tool_choice");
-  expect_rejected(messages_with(R"("tool_choice":{"type":"any"})"), "tool_choice");
-  expect_rejected(messages_with(R"("tool_choice":{"type":"tool","name":"f"})"), "tool_choice");
+  expect_rejected(messages_with(R"("tool_choice":{"type":"tool"})"), "tool_choice.name");
   expect_rejected(messages_with(R"("tool_choice":{"type":"maybe"})"), "tool_choice.type");
   expect_rejected(messages_with(R"("thinking":{"type":"enabled"})"), "thinking.budget_tokens");
   expect_rejected(messages_with(R"("thinking":{"type":"enabled","budget_tokens":0})"),
@@ -276,6 +275,18 @@ TEST(AnthropicRequestTest, CountTokensNeedsNoMaxTokens) {
 
 namespace tern::service::anthropic {
 namespace {
+
+TEST(AnthropicRequestTest, AnyOrANamedToolForcesACall) {
+  const auto any = parse_messages_request(messages_with(R"("tool_choice":{"type":"any"})"));
+  ASSERT_TRUE(any.ok()) << any.error().message;
+  EXPECT_TRUE(any->tool_call_required);
+  EXPECT_TRUE(any->required_tool.empty());
+  const auto named =
+      parse_messages_request(messages_with(R"("tool_choice":{"type":"tool","name":"f"})"));
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_TRUE(named->tool_call_required);
+  EXPECT_EQ(named->required_tool, "f");
+}
 
 TEST(AnthropicRequestTest, OutputFormatAsksForStructuredOutput) {
   for (const char* fields :

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "engine/tokenizer/tokenizer.h"
 #include "service/chat_output_parsers.h"
@@ -37,6 +38,11 @@ TEST(ChatOutputParsers, ReasoningBudgetForcesQwen3sCloseMarker) {
   // No budget, or no reasoning parser: nothing is forced.
   EXPECT_FALSE(reasoning_budget_for(**tokenizer, spec, std::nullopt).active());
   EXPECT_FALSE(reasoning_budget_for(**tokenizer, OutputParserSpec{}, 64).active());
+  // A constrained answer follows the reasoning, which the engine then tracks without a cap.
+  const engine::ReasoningBudget tracked =
+      reasoning_budget_for(**tokenizer, spec, std::nullopt, true);
+  EXPECT_TRUE(tracked.active());
+  EXPECT_EQ(tracked.max_tokens, std::numeric_limits<std::int32_t>::max());
 }
 
 TEST(ChatOutputParsers, OnlyMarkersThatAreSpecialTokensAreKept) {

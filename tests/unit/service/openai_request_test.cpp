@@ -191,9 +191,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "needs a function"},
         Rejection{chat_with(R"("tool_choice":"maybe")"), "tool_choice", "not none, auto"},
         // Fields that would change the output's meaning, refused until tern implements them.
-        Rejection{chat_with(R"("tool_choice":"required")"), "tool_choice", "not supported"},
-        Rejection{chat_with(R"("tool_choice":{"type":"function","function":{"name":"f"}})"),
-                  "tool_choice", "not supported"},
+        Rejection{chat_with(R"("tool_choice":{"type":"function"})"), "tool_choice.function.name",
+                  "needs"},
         Rejection{chat_with(R"("response_format":{"type":"xml"})"), "response_format.type",
                   "must be text, json_object or json_schema"},
         Rejection{chat_with(R"("response_format":{"type":"json_schema"})"),
@@ -235,6 +234,22 @@ TEST(ChatRequestTest, LargestSeedIsAccepted) {
   const auto request = parse_chat_completion_request(chat_with(R"("seed":9223372036854775807)"));
   ASSERT_TRUE(request.ok()) << request.error().message;
   EXPECT_EQ(request->sampling.seed, std::numeric_limits<std::int64_t>::max());
+}
+
+// "required" and a named function force a call: the service constrains the answer to one.
+TEST(ChatRequestTest, ToolChoiceCanForceACall) {
+  const auto required = parse_chat_completion_request(chat_with(R"("tool_choice":"required")"));
+  ASSERT_TRUE(required.ok()) << required.error().message;
+  EXPECT_TRUE(required->tool_call_required);
+  EXPECT_TRUE(required->required_tool.empty());
+  const auto named = parse_chat_completion_request(
+      chat_with(R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})"));
+  ASSERT_TRUE(named.ok()) << named.error().message;
+  EXPECT_TRUE(named->tool_call_required);
+  EXPECT_EQ(named->required_tool, "get_weather");
+  const auto automatic = parse_chat_completion_request(chat_with(R"("tool_choice":"auto")"));
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_FALSE(automatic->tool_call_required);
 }
 
 // Every API's structured-output field is read into one GrammarSpec, naming the field it came from.

@@ -42,7 +42,7 @@ TEST(ResponsesRequestTest, StringInputIsOneUserMessage) {
   EXPECT_EQ(request.conversation_start(), 0u);
   EXPECT_FALSE(request.stream);
   EXPECT_TRUE(request.settings.store);  // OpenAI's default
-  EXPECT_EQ(request.settings.tool_choice, "auto");
+  EXPECT_EQ(request.settings.tool_choice_json, R"("auto")");
   EXPECT_EQ(request.settings.tools_json, "[]");
   EXPECT_EQ(request.settings.metadata_json, "{}");
   EXPECT_TRUE(request.tools_json.empty());
@@ -86,7 +86,7 @@ TEST(ResponsesRequestTest, ParsesEveryField) {
             R"([{"type":"function","name":"get_weather","description":"By city",)"
             R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}},)"
             R"("strict":false}])");
-  EXPECT_EQ(settings.tool_choice, "none");
+  EXPECT_EQ(settings.tool_choice_json, R"("none")");
   EXPECT_EQ(settings.reasoning_effort, "low");
   EXPECT_FALSE(settings.store);
   EXPECT_EQ(settings.previous_response_id, "resp_1");
@@ -257,9 +257,7 @@ TEST(ResponsesRequestTest, RejectsMalformedRequests) {
 
 // What tern cannot do yet and would change the answer: a 400 naming the field.
 TEST(ResponsesRequestTest, RefusesWhatItCannotDoYet) {
-  expect_rejected(input_with(R"("tool_choice":"required")"), "tool_choice",
-                  "unsupported_parameter");
-  expect_rejected(input_with(R"("tool_choice":{"type":"function","name":"f"})"), "tool_choice",
+  expect_rejected(input_with(R"("tool_choice":{"type":"allowed_tools","tools":[]})"), "tool_choice",
                   "unsupported_parameter");
   expect_rejected(input_with(R"("text":{"format":{"type":"xml"}})"), "text.format.type",
                   "invalid_value");
@@ -275,6 +273,17 @@ TEST(ResponsesRequestTest, RefusesWhatItCannotDoYet) {
 namespace tern::service::responses {
 namespace {
 
+TEST(ResponsesRequestTest, RequiredOrANamedFunctionForcesACall) {
+  const ResponsesRequest required = parsed(input_with(R"("tool_choice":"required")"));
+  EXPECT_TRUE(required.tool_call_required);
+  EXPECT_EQ(required.settings.tool_choice_json, R"("required")");
+  const ResponsesRequest named =
+      parsed(input_with(R"("tool_choice":{"type":"function","name":"f"})"));
+  EXPECT_TRUE(named.tool_call_required);
+  EXPECT_EQ(named.required_tool, "f");
+  EXPECT_EQ(named.settings.tool_choice_json, R"({"type":"function","name":"f"})");
+}
+
 TEST(ResponsesRequestTest, TextFormatAsksForStructuredOutput) {
   using Kind = engine::grammar::GrammarSpec::Kind;
   const ResponsesRequest schema = parsed(input_with(
@@ -282,6 +291,8 @@ TEST(ResponsesRequestTest, TextFormatAsksForStructuredOutput) {
   EXPECT_EQ(schema.structured_output.kind, Kind::json_schema);
   EXPECT_EQ(schema.structured_output.text, R"({"type":"string"})");
   EXPECT_EQ(schema.structured_output.field, "text.format.schema");
+  EXPECT_EQ(schema.settings.text_format_json,
+            R"({"type":"json_schema","name":"x","strict":true,"schema":{"type":"string"}})");
   EXPECT_EQ(
       parsed(input_with(R"("text":{"format":{"type":"json_object"}})")).structured_output.kind,
       Kind::json_object);

@@ -334,7 +334,7 @@ TEST(ResponseObjectTest, EchoesTheSettings) {
   settings.temperature = 0.5;
   settings.top_p = 0.25;
   settings.tools_json = R"([{"type":"function","name":"f"}])";
-  settings.tool_choice = "none";
+  settings.tool_choice_json = R"("none")";
   settings.metadata_json = R"({"k":"v"})";
   settings.parallel_tool_calls = false;
   settings.reasoning_effort = "high";
