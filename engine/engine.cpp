@@ -102,7 +102,9 @@ struct Engine::State {
         options(engine_options),
         limits{model_backend.vocab_size(), engine_options.context_length,
                model_tokenizer != nullptr},
-        generation_limits{limits.vocab_size, options.eos_token_ids, model_tokenizer},
+        generation_limits{limits.vocab_size, options.eos_token_ids, model_tokenizer,
+                          model_backend.logit_candidate_count() > 0 &&
+                              model_backend.applies_token_masks()},
         kv_cache({num_blocks, engine_options.block_size, engine_options.enable_prefix_caching}),
         scheduler(scheduler_options, kv_cache),
         inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),
@@ -379,6 +381,8 @@ std::int32_t Engine::State::ask_for_rows(const SchedulerOutput& output) {
         SamplePath::kCandidates) {
       request.full_row = false;
       request.inverse_temperature = sample.generation->inverse_temperature();
+      // A constrained row is masked on the device before its candidates are taken.
+      request.token_mask = sample.generation->device_token_mask();
     }
   }
   return row;

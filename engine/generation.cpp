@@ -44,6 +44,7 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
     }
   }
   plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity() && !request.grammar;
+  token_masks_on_device_ = limits.token_masks_on_device;
   if (request.grammar) matcher_.emplace(request.grammar);
   const ReasoningBudget& budget = request.reasoning_budget;
   if (budget.active()) {
@@ -115,9 +116,19 @@ bool Generation::wants_logprobs() const {
   return request_.sampling.logprobs || request_.sampling.top_logprobs > 0;
 }
 
-SamplePath Generation::sample_path(std::int32_t num_generated, std::int32_t candidate_count) const {
-  // The mask is applied on the host, to the whole row.
-  if (constrained()) return SamplePath::kFullRow;
+SamplePath Generation::sample_path(std::int32_t num_generated, std::int32_t candidate_count) {
+  if (constrained()) {
+    // The mask is applied on the host, to the whole row, unless the device applies it before
+    // its candidates. Logprobs are the unmasked row's (describe() reads the row as it came),
+    // which only the whole row gives.
+    if (!token_masks_on_device_ || wants_logprobs()) return SamplePath::kFullRow;
+    // Fewer allowed tokens than candidates: the masked row's candidates end in -inf and hold
+    // every token the sampler could draw, whatever its parameters (as a small vocabulary).
+    if (processor_.is_identity() && !suppressing(num_generated) &&
+        matcher_->next_token_mask().count() < candidate_count) {
+      return SamplePath::kCandidates;
+    }
+  }
   return choose_sample_path(request_.sampling, suppressing(num_generated), vocab_size_,
                             candidate_count);
 }
@@ -126,12 +137,25 @@ float Generation::inverse_temperature() const {
   return request_.sampling.is_greedy() ? 0.0f : 1.0f / request_.sampling.temperature;
 }
 
+std::span<const std::uint64_t> Generation::device_token_mask() {
+  if (!token_masks_on_device_ || !constrained()) return {};
+  return matcher_->next_token_mask().words();
+}
+
 std::optional<std::int32_t> Generation::choose(const LogitCandidates& row,
                                                SamplerScratch& candidates,
                                                std::int32_t num_generated) {
   if (const std::optional<std::int32_t> forced = forced_token()) return forced;
-  if (!processor_.is_identity() || suppressing(num_generated) || constrained()) {
-    return std::nullopt;
+  if (!processor_.is_identity() || suppressing(num_generated)) return std::nullopt;
+  if (constrained()) {
+    // The device masked the row, so its candidates are the masked row's: the sampler draws what
+    // it would from the row mask_row() leaves. When nothing above -inf is left (the grammar
+    // allows no token, or only tokens whose logits are -inf), the whole row decides, as on the
+    // host: a dead end, or the full row's own choice.
+    if (!token_masks_on_device_ || row.values.empty() ||
+        row.values.front() == -std::numeric_limits<float>::infinity()) {
+      return std::nullopt;
+    }
   }
   return sampler_.sample(row, candidates);
 }

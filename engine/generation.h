@@ -20,6 +20,9 @@ struct GenerationLimits {
   std::int32_t vocab_size = 0;
   std::span<const std::int32_t> eos_token_ids;
   const Tokenizer* tokenizer = nullptr;  // nullable: no text
+  // The backend applies a constrained row's token mask on its device before taking the row's
+  // candidates (Backend::applies_token_masks), so such rows need not come back whole.
+  bool token_masks_on_device = false;
 };
 
 // One sample of a request: chooses its tokens from logits and turns each into an event, with
@@ -34,13 +37,21 @@ class Generation {
   std::int32_t choose(std::span<const float> logits, std::span<float> scratch,
                       SamplerScratch& candidates, std::int32_t num_generated);
 
-  // What this step's row must look like for choose(): known before the row is computed.
-  SamplePath sample_path(std::int32_t num_generated, std::int32_t candidate_count) const;
+  // What this step's row must look like for choose(): known before the row is computed (the
+  // grammar's mask included, which this computes for a constrained step).
+  SamplePath sample_path(std::int32_t num_generated, std::int32_t candidate_count);
   // 1 / temperature, or 0 when greedy: the temperature a device's scaled_mass is taken at.
   float inverse_temperature() const;
 
+  // The grammar's mask for this step's row, for the device to apply before it takes the row's
+  // candidates (LogitRowRequest::token_mask): the words of the mask choose() applies on the
+  // host. Empty when the step is not constrained or the device does not mask.
+  std::span<const std::uint64_t> device_token_mask();
+
   // The next token from a device's candidates of this step's row, with the random draws the
   // full row would take; nullopt, with the random stream untouched, when the full row is needed.
+  // A constrained row's candidates must be those of the row the device masked with
+  // device_token_mask().
   std::optional<std::int32_t> choose(const LogitCandidates& row, SamplerScratch& candidates,
                                      std::int32_t num_generated);
 
@@ -80,6 +91,7 @@ class Generation {
   StopChecker stop_checker_;
   std::vector<std::int32_t> suppressed_;  // until min_tokens: EOS and stop token ids
   bool plain_greedy_;                     // argmax of the raw row will do
+  bool token_masks_on_device_;
   bool in_reasoning_ = false;
   std::int32_t reasoning_tokens_ = 0;
   std::size_t forcing_ = kNotForcing;  // the next of the budget's close_tokens to force

@@ -20,6 +20,12 @@ struct LogitRowRequest {
   bool full_row = true;
   // > 0: the row's candidates carry scaled_mass at this inverse temperature.
   float inverse_temperature = 0;
+  // Grammar-constrained decoding (engine/grammar/token_mask.h): one bit per token of the
+  // vocabulary, bit t % 64 of word t / 64 set = allowed; words past the span count as zero.
+  // Empty: none. A backend that applies_token_masks() sets the disallowed logits of this row to
+  // -inf on its device before taking its candidates and sums (and a row fetched later is the
+  // masked one); any other backend ignores it, and the engine masks whole rows on the host.
+  std::span<const std::uint64_t> token_mask;
 };
 
 // Where a backend that summarises logits rows on its device puts them: the engine's buffers,
@@ -94,6 +100,9 @@ class Backend {
   // best logits and the row-wide sums (engine/logit_candidates.h) instead of the whole row, so
   // that most rows never cross to the host. 0: it cannot, and the engine asks for full rows.
   virtual std::int32_t logit_candidate_count() const { return 0; }
+  // Whether forward_with_candidates() applies LogitRowRequest::token_mask on the device, so a
+  // grammar-constrained row's candidates are those of the masked row.
+  virtual bool applies_token_masks() const { return false; }
 
   // As forward(plan, logits), but row r comes back whole (at logits[r * vocab]) only where
   // rows[r].full_row; every row's candidates go to `candidates`. rows.size() is the plan's

@@ -24,7 +24,7 @@ class JsonSyntax {
   // answer forever.
   static constexpr std::int32_t kMaxWhitespaceRun = 32;
   // Strings bounded to more characters than this call a rule per character.
-  static constexpr std::int32_t kInlineLength = 32;
+  static constexpr std::int32_t kInlineLength = 256;
 
   JsonSyntax(GrammarBuilder& builder, bool whitespace)
       : builder_(builder), whitespace_(whitespace) {}

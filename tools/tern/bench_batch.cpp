@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "engine/backend/backend_factory.h"
 #include "engine/engine.h"
+#include "engine/grammar/json_schema_grammar.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
@@ -37,10 +40,28 @@ double expert_bytes_all_layers(const engine::ModelWeights& weights) {
 
 }  // namespace
 
+Expected<std::shared_ptr<const engine::grammar::TokenizedGrammar>> bench_grammar(
+    const std::string& schema_path, const engine::Tokenizer* tokenizer,
+    const engine::ModelConfig& config) {
+  if (tokenizer == nullptr) return Error{"--json-schema needs the model's tokenizer"};
+  std::ifstream in(schema_path);
+  if (!in) return Error{fmt::format("cannot read {}", schema_path)};
+  std::stringstream text;
+  text << in.rdbuf();
+  auto grammar = engine::grammar::compile_json_schema(text.str());
+  if (!grammar) return Error{fmt::format("{}: {}", schema_path, grammar.error().message)};
+  const auto vocabulary = engine::grammar::TokenVocabulary::from_tokenizer(
+      *tokenizer, config.vocab_size, config.eos_token_ids);
+  auto tokenized = engine::grammar::TokenizedGrammar::create(*grammar, vocabulary);
+  if (!tokenized) return Error{fmt::format("{}: {}", schema_path, tokenized.error().message)};
+  return *tokenized;
+}
+
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
                 kernels::ThreadPool& pool, const engine::BackendSpec& backend_choice,
                 const std::vector<std::int32_t>& batch_sizes, std::int32_t prompt_tokens,
-                std::int32_t gen_tokens) {
+                std::int32_t gen_tokens,
+                std::shared_ptr<const engine::grammar::TokenizedGrammar> grammar) {
   const engine::ModelConfig& config = weights.config();
   const std::int32_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
   const std::int32_t context = prompt_tokens + gen_tokens + 1;
@@ -75,7 +96,9 @@ int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* to
     }
     r.sampling.temperature = 0;
     r.stop.max_tokens = max_tokens;
-    r.stop.ignore_eos = true;
+    // A constrained output may end where its grammar does; otherwise every request runs to -n.
+    r.stop.ignore_eos = grammar == nullptr;
+    r.grammar = grammar;
     return r;
   };
   auto run_to_end = [](engine::RequestHandle& handle) {

@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "engine/backend/backend_spec.h"
+#include "engine/expected.h"
+#include "engine/grammar/tokenized_grammar.h"
 #include "engine/model/model_weights.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
@@ -17,6 +19,12 @@ namespace tern::tools {
 int bench_batch(const engine::ModelWeights& weights, const engine::Tokenizer* tokenizer,
                 kernels::ThreadPool& pool, const engine::BackendSpec& backend,
                 const std::vector<std::int32_t>& batch_sizes, std::int32_t prompt_tokens,
-                std::int32_t gen_tokens);
+                std::int32_t gen_tokens,
+                std::shared_ptr<const engine::grammar::TokenizedGrammar> grammar = nullptr);
+
+// `--json-schema FILE`: the schema compiled for the model's vocabulary.
+Expected<std::shared_ptr<const engine::grammar::TokenizedGrammar>> bench_grammar(
+    const std::string& schema_path, const engine::Tokenizer* tokenizer,
+    const engine::ModelConfig& config);
 
 }  // namespace tern::tools

@@ -25,7 +25,7 @@
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 14> kOptions{{
+constexpr std::array<OptionSpec, 15> kOptions{{
     {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
@@ -41,6 +41,9 @@ constexpr std::array<OptionSpec, 14> kOptions{{
     {"batch", true,
      "batch sizes, comma-separated: B requests of -p tokens generating -n each through the "
      "engine (a table of B, PP t/s, TG t/s)"},
+    {"json-schema", true,
+     "with --batch: every request's output constrained to this JSON Schema file (structured "
+     "outputs), greedy and stopping at the end of the value"},
     {"help", false, "print this help", 'h'},
 }};
 
@@ -182,8 +185,14 @@ int command_bench(std::span<char* const> args) {
     }
     std::unique_ptr<engine::Tokenizer> tokenizer;  // optional: detokenizing is part of the cost
     if (auto loaded = engine::Tokenizer::load(*model_path)) tokenizer = std::move(*loaded);
+    std::shared_ptr<const engine::grammar::TokenizedGrammar> grammar;
+    if (const auto schema_path = parsed->value("json-schema")) {
+      auto compiled = bench_grammar(*schema_path, tokenizer.get(), config);
+      if (!compiled) return fail(compiled.error().message, kExitUsage);
+      grammar = std::move(*compiled);
+    }
     return bench_batch(*weights, tokenizer.get(), pool, *backend_choice, *sizes,
-                       prompt_lengths->front(), static_cast<std::int32_t>(*n_gen));
+                       prompt_lengths->front(), static_cast<std::int32_t>(*n_gen), grammar);
   }
   engine::BackendSpec backend_spec = *backend_choice;
   backend_spec.options.max_sequences = 1;

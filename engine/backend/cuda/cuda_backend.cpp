@@ -221,7 +221,8 @@ Expected<std::unique_ptr<CudaBackend>> CudaBackend::create_rank(
   state->ops.emplace(std::move(*ops));
   // A rank's candidates are of its slice of each row; TensorParallelBackend merges them.
   if (cuda_options.sample_on_device) {
-    auto candidates = DeviceLogitCandidates::create(rt, state->options.max_sequences, shape.vocab);
+    auto candidates = DeviceLogitCandidates::create(rt, state->options.max_sequences, shape.vocab,
+                                                    state->whole_vocab, state->vocab_offset);
     if (!candidates) return candidates.error();
     state->logit_candidates.emplace(std::move(*candidates));
   }
@@ -462,6 +463,10 @@ std::int32_t CudaBackend::logit_candidate_count() const {
   return s.logit_candidates && s.rank.slice.ranks == 1 ? s.logit_candidates->count() : 0;
 }
 
+bool CudaBackend::applies_token_masks() const {
+  return logit_candidate_count() > 0;
+}
+
 std::int32_t CudaBackend::slice_candidate_count() const {
   return state_->logit_candidates ? state_->logit_candidates->count() : 0;
 }
@@ -477,7 +482,9 @@ Status CudaBackend::forward_slice_candidates(const BatchPlan& plan,
   State& s = *state_;
   if (!s.logit_candidates) return Error{"forward_slice_candidates: sample_on_device is off"};
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
-  Status copied = s.copy_whole_rows(rows, logits);
+  Status copied =
+      s.logit_candidates->issue_token_masks(s.ops->logits(), s.last_logit_rows, rows, s.stream);
+  if (copied.ok()) copied = s.copy_whole_rows(rows, logits);
   if (copied.ok()) {
     copied = s.logit_candidates->issue_slice_candidates(s.ops->logits(), s.last_logit_rows, values,
                                                         ids, s.stream);
@@ -510,7 +517,10 @@ Status CudaBackend::forward_with_candidates(const BatchPlan& plan,
   // A rank's candidates are of its slice: TensorParallelBackend asks it for those itself.
   if (!s.logit_candidates || s.rank.slice.ranks > 1) return forward(plan, logits);
   if (Status issued = s.issue_forward(plan, logits.size()); !issued.ok()) return issued;
-  Status copied = s.copy_whole_rows(rows, logits);
+  // The masks first: the candidates, the sums and any row copied whole are the masked row's.
+  Status copied =
+      s.logit_candidates->issue_token_masks(s.ops->logits(), s.last_logit_rows, rows, s.stream);
+  if (copied.ok()) copied = s.copy_whole_rows(rows, logits);
   if (copied.ok()) copied = s.logit_candidates->issue(s.ops->logits(), rows, candidates, s.stream);
   const Status done = s.runtime->synchronize(s.stream);
   return copied.ok() ? done : copied;

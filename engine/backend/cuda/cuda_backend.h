@@ -62,12 +62,15 @@ class CudaBackend final : public Backend {
   std::optional<DeviceMemoryUsage> device_memory() const override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
   std::int32_t logit_candidate_count() const override;
+  // With candidates: the rows' token masks are applied on the device before them.
+  bool applies_token_masks() const override;
   Status forward_with_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
                                  std::span<float> logits, LogitCandidateRows& candidates) override;
   Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
 
   // A tensor-parallel rank's half of device-side sampling (TensorParallelBackend merges the
-  // ranks'): the forward pass, its columns of the rows asked for whole, and its vocabulary
+  // ranks'): the forward pass, the rows' token masks over its columns, its columns of the rows
+  // asked for whole, and its vocabulary
   // slice's top candidates ([rows][slice_candidate_count()], ids within the slice); then, given
   // each row's maximum over all ranks, its slice's parts of the row sums. 0 candidates: none.
   std::int32_t slice_candidate_count() const;

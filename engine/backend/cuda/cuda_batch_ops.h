@@ -41,8 +41,9 @@ class CudaBatchOps final : public BatchOps {
   void begin(const DevicePlanView& plan);
   // The first failure since begin(), or success.
   const Status& status() const { return status_; }
-  // The device rows of logits, [logit rows][vocab], once the graph has run.
-  const float* logits() const { return buffer(Activation::logits); }
+  // The device rows of logits, [logit rows][vocab], once the graph has run (token masks are
+  // applied to them in place).
+  float* logits() const { return buffer(Activation::logits); }
   // The residual stream, [tokens][hidden], as the graph left it.
   const float* hidden_states() const { return buffer(Activation::x); }
 

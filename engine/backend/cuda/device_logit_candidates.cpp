@@ -18,9 +18,10 @@ std::uint64_t aligned(std::uint64_t bytes) {
 
 // Byte offsets of the device buffer's sections.
 struct Sections {
-  std::uint64_t values, ids, log_sum_exp, scaled_mass, inverse_temperature, row_max, exp_sum, end;
+  std::uint64_t values, ids, log_sum_exp, scaled_mass, inverse_temperature, row_max, exp_sum,
+      token_masks, end;
 
-  Sections(int max_rows, int count) {
+  Sections(int max_rows, int count, std::uint64_t token_mask_bytes) {
     const auto rows = static_cast<std::uint64_t>(max_rows);
     const std::uint64_t candidates = rows * static_cast<std::uint64_t>(count);
     values = 0;
@@ -30,19 +31,39 @@ struct Sections {
     inverse_temperature = scaled_mass + aligned(rows * sizeof(double));
     row_max = inverse_temperature + aligned(rows * sizeof(float));
     exp_sum = row_max + aligned(rows * sizeof(float));
-    end = exp_sum + aligned(rows * sizeof(double));
+    token_masks = exp_sum + aligned(rows * sizeof(double));
+    end = token_masks + aligned(token_mask_bytes);
   }
 };
+
+std::int64_t mask_words_of(int whole_vocab) {
+  return (static_cast<std::int64_t>(whole_vocab) + 63) / 64;
+}
+
+// The token masks' section, on the device and in its pinned staging alike: the row index of
+// each mask, then the masks, so that one copy takes a step's masks up.
+std::uint64_t mask_rows_bytes(int max_rows) {
+  return aligned(static_cast<std::uint64_t>(max_rows) * sizeof(std::int32_t));
+}
+std::uint64_t token_mask_bytes(int max_rows, int whole_vocab) {
+  return mask_rows_bytes(max_rows) + static_cast<std::uint64_t>(max_rows) *
+                                         static_cast<std::uint64_t>(mask_words_of(whole_vocab)) *
+                                         sizeof(std::uint64_t);
+}
 
 }  // namespace
 
 Expected<DeviceLogitCandidates> DeviceLogitCandidates::create(DeviceRuntime& runtime, int max_rows,
-                                                              int vocab) {
-  if (max_rows <= 0 || vocab <= 0) {
-    return Error{fmt::format("logit candidates: {} rows of {} logits", max_rows, vocab)};
+                                                              int vocab, int whole_vocab,
+                                                              int vocab_offset) {
+  if (max_rows <= 0 || vocab <= 0 || vocab_offset < 0 ||
+      static_cast<std::int64_t>(vocab_offset) + vocab > whole_vocab) {
+    return Error{fmt::format("logit candidates: {} rows of {} logits from column {} of {}",
+                             max_rows, vocab, vocab_offset, whole_vocab)};
   }
   const int count = std::min(kMaxLogitCandidates, vocab);
-  const Sections sections(max_rows, count);
+  const std::uint64_t mask_bytes = token_mask_bytes(max_rows, whole_vocab);
+  const Sections sections(max_rows, count, mask_bytes);
   auto device = DeviceAllocation::create(runtime, sections.end, "the logits rows' candidates");
   if (!device) return device.error();
   auto pinned = runtime.allocate_pinned(2 * static_cast<std::uint64_t>(max_rows) * sizeof(float),
@@ -50,19 +71,29 @@ Expected<DeviceLogitCandidates> DeviceLogitCandidates::create(DeviceRuntime& run
   if (!pinned) return pinned.error();
   std::unique_ptr<float, PinnedRelease> staging(static_cast<float*>(*pinned),
                                                 PinnedRelease{&runtime});
-  return DeviceLogitCandidates(runtime, std::move(*device), std::move(staging), max_rows, vocab);
+  auto pinned_masks = runtime.allocate_pinned(mask_bytes, "the token masks' staging buffer");
+  if (!pinned_masks) return pinned_masks.error();
+  std::unique_ptr<unsigned char, PinnedRelease> mask_staging(
+      static_cast<unsigned char*>(*pinned_masks), PinnedRelease{&runtime});
+  return DeviceLogitCandidates(runtime, std::move(*device), std::move(staging),
+                               std::move(mask_staging), max_rows, vocab, whole_vocab, vocab_offset);
 }
 
-DeviceLogitCandidates::DeviceLogitCandidates(DeviceRuntime& runtime, DeviceAllocation device,
-                                             std::unique_ptr<float, PinnedRelease> staging,
-                                             int max_rows, int vocab)
+DeviceLogitCandidates::DeviceLogitCandidates(
+    DeviceRuntime& runtime, DeviceAllocation device, std::unique_ptr<float, PinnedRelease> staging,
+    std::unique_ptr<unsigned char, PinnedRelease> mask_staging, int max_rows, int vocab,
+    int whole_vocab, int vocab_offset)
     : runtime_(&runtime),
       device_(std::move(device)),
       staging_(std::move(staging)),
+      mask_staging_(std::move(mask_staging)),
       max_rows_(max_rows),
       vocab_(vocab),
-      count_(std::min(kMaxLogitCandidates, vocab)) {
-  const Sections sections(max_rows, count_);
+      count_(std::min(kMaxLogitCandidates, vocab)),
+      vocab_offset_(vocab_offset),
+      mask_words_(mask_words_of(whole_vocab)),
+      mask_rows_bytes_(mask_rows_bytes(max_rows)) {
+  const Sections sections(max_rows, count_, token_mask_bytes(max_rows, whole_vocab));
   auto* base = device_.as<unsigned char>();
   values_ = reinterpret_cast<float*>(base + sections.values);
   ids_ = reinterpret_cast<std::int32_t*>(base + sections.ids);
@@ -71,6 +102,41 @@ DeviceLogitCandidates::DeviceLogitCandidates(DeviceRuntime& runtime, DeviceAlloc
   inverse_temperature_ = reinterpret_cast<float*>(base + sections.inverse_temperature);
   row_max_ = reinterpret_cast<float*>(base + sections.row_max);
   exp_sum_ = reinterpret_cast<double*>(base + sections.exp_sum);
+  mask_rows_ = reinterpret_cast<std::int32_t*>(base + sections.token_masks);
+  token_masks_ = reinterpret_cast<std::uint64_t*>(base + sections.token_masks + mask_rows_bytes_);
+}
+
+Status DeviceLogitCandidates::issue_token_masks(float* logits, int logit_rows,
+                                                std::span<const LogitRowRequest> rows,
+                                                Stream stream) {
+  if (rows.size() > static_cast<std::size_t>(max_rows_)) {
+    return Error{fmt::format("token masks: {} rows asked, room for {}", rows.size(), max_rows_)};
+  }
+  unsigned char* staging = mask_staging_.get();
+  auto* row_index = reinterpret_cast<std::int32_t*>(staging);
+  auto* masks = reinterpret_cast<std::uint64_t*>(staging + mask_rows_bytes_);
+  const auto words = static_cast<std::size_t>(mask_words_);
+  int masked = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::span<const std::uint64_t> mask = rows[r].token_mask;
+    if (mask.empty()) continue;
+    std::uint64_t* into = masks + static_cast<std::size_t>(masked) * words;
+    const std::size_t given = std::min(mask.size(), words);
+    std::copy_n(mask.begin(), given, into);
+    std::fill(into + given, into + words, std::uint64_t{0});  // past the mask: not allowed
+    row_index[masked++] = static_cast<std::int32_t>(r);
+  }
+  if (masked == 0) return Status::success();
+  const std::uint64_t bytes = mask_rows_bytes_ + static_cast<std::uint64_t>(masked) *
+                                                     static_cast<std::uint64_t>(words) *
+                                                     sizeof(std::uint64_t);
+  if (Status copied = runtime_->copy_to_device(mask_rows_, staging, bytes, stream); !copied.ok()) {
+    return copied;
+  }
+  return runtime_->launched(
+      runtime_->kernels().token_mask(logits, logit_rows, vocab_, token_masks_, mask_words_,
+                                     vocab_offset_, mask_rows_, masked, stream.handle),
+      "token_mask");
 }
 
 Status DeviceLogitCandidates::issue(const float* logits, std::span<const LogitRowRequest> rows,

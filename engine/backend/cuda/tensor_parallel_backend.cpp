@@ -179,6 +179,10 @@ std::int32_t TensorParallelBackend::logit_candidate_count() const {
   return candidate_count_;
 }
 
+bool TensorParallelBackend::applies_token_masks() const {
+  return candidate_count_ > 0;
+}
+
 namespace {
 
 // The order of logits_select.h: any NaN first, then larger values, equal values by lower id.

@@ -47,6 +47,8 @@ class TensorParallelBackend final : public Backend {
   // the row maxima are then handed back so that every rank sums the very terms the host
   // sampler forms from the whole row, and the host adds the ranks' parts.
   std::int32_t logit_candidate_count() const override;
+  // With candidates: each rank masks its columns of the rows before taking its candidates.
+  bool applies_token_masks() const override;
   Status forward_with_candidates(const BatchPlan& plan, std::span<const LogitRowRequest> rows,
                                  std::span<float> logits, LogitCandidateRows& candidates) override;
   Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits) override;
