@@ -3,10 +3,11 @@
 // sentence of the language, and every output cut off by max_tokens ("length") a prefix of one, as
 // decided by the hand-written recognizers of languages.mjs (not generated from the GBNF).
 //
-// The random model rarely picks its end-of-turn token where both languages let it stop (it
-// favours long runs of spaces, which both allow), so most samples run to max_tokens. A second run
-// adds logit_bias +15 to the end-of-turn token: the model then stops at almost the first place
-// the grammar allows, which checks that the grammar masks the end-of-turn token everywhere else.
+// Both grammars bound their repetitions (numbers, names, whitespace runs, statements), so a random
+// model reaches an end: about 60% of calculator and 50% of tiny-language samples stop within
+// 256 tokens; the rest are checked as prefixes. A second run adds logit_bias +15 to the
+// end-of-turn token: the model then stops at almost the first place the grammar allows, which
+// checks that the grammar masks the end-of-turn token everywhere else.
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 

@@ -193,40 +193,38 @@ class EngineDeviceTokenMaskTest : public ::testing::Test {
   std::shared_ptr<const grammar::TokenVocabulary> vocabulary_;
 };
 
-// JSON schemas and a regex on the demo model, every sampling path: the CUDA backend masking on
-// its device gives the very tokens of the CPU backend and of itself with whole rows masked on
-// the host, and most rows never come back whole.
+// JSON schemas on the demo model, every sampling path: the CUDA backend masking on its device
+// gives the very tokens of the CPU backend, which masks whole rows on the host, and most rows
+// never come back whole. (On a GPU, whose logits differ from the CPU's in the last bits, against
+// its own whole rows masked on the host; the emulated device's run of that is left out for time,
+// the two-rank test below has it.)
 TEST_F(EngineDeviceTokenMaskTest, DeviceMaskedCandidatesGiveTheTokensOfHostMaskedRows) {
   TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
   load_demo_model();
   const std::vector<Grammar> grammars = {
       tokenized(grammar::compile_json_schema(
-          R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},
-              "age":{"type":"integer","minimum":0,"maximum":120},"pets":{"type":"array",
-              "items":{"enum":["cat","dog"]},"maxItems":3}},"required":["name","age"]})",
+          R"({"type":"object","properties":{"name":{"type":"string","maxLength":8},
+              "age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"]})",
           {})),
       tokenized(grammar::compile_json_schema(
-          R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":6})", {})),
-      tokenized(grammar::compile_regex(R"((the|a) [a-z]{3,8} (is|was) [a-z]{2,6}\.)")),
+          R"({"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":4})", {})),
   };
-  const std::vector<Request> constrained =
-      requests(grammars, 64, {"Once upon a time", "A list:", "The dog"});
+  const std::vector<Request> constrained = requests(grammars, 32, {"Once upon a time", "A list:"});
 
-  const Outcome cpu = run(BackendKind::cpu, 1, true, constrained);
-  const Outcome host_masked = run(kind, 1, false, constrained);
   const Outcome device_masked = run(kind, 1, true, constrained);
-  print("cpu", cpu);
-  print("host-masked whole rows", host_masked);
   print("device-masked", device_masked);
-
-  expect_same_tokens(host_masked, device_masked, "whole rows against device masks");
   if (kind == BackendKind::cuda_emulated) {
-    // On the emulated device the CUDA logits round as the CPU's do here: the same tokens.
+    // The emulated device's logits choose as the CPU's do here: the same tokens.
+    const Outcome cpu = run(BackendKind::cpu, 1, true, constrained);
+    print("cpu", cpu);
     expect_same_tokens(cpu, device_masked, "cpu against device masks");
+    EXPECT_EQ(cpu.stats.logit_rows_from_candidates, 0);
+  } else {
+    const Outcome host_masked = run(kind, 1, false, constrained);
+    print("host-masked whole rows", host_masked);
+    expect_same_tokens(host_masked, device_masked, "whole rows against device masks");
   }
-  EXPECT_GE(expect_sentences(constrained, device_masked), 20);
-  EXPECT_EQ(cpu.stats.logit_rows_from_candidates, 0);
-  EXPECT_EQ(host_masked.stats.logit_rows_from_candidates, 0);
+  EXPECT_GE(expect_sentences(constrained, device_masked), 8);
   const EngineStats& stats = device_masked.stats;
   EXPECT_EQ(stats.logit_rows_from_candidates + stats.logit_rows_whole, tokens_of(device_masked));
   EXPECT_GT(stats.logit_rows_from_candidates, 4 * stats.logit_rows_whole);
@@ -243,15 +241,14 @@ TEST_F(EngineDeviceTokenMaskTest, GreedyConstrainedSamplesCopyNoWholeRow) {
           "required":["name"]})",
       {}));
   std::vector<Request> greedy;
-  for (const char* prompt : {"Numbers:", "A person", "Once upon a time"}) {
-    for (const Grammar& grammar : {list, person}) {
-      Request request;
-      request.prompt_ids = factory_->tokenizer().encode(prompt, true);
-      request.sampling.temperature = 0;
-      request.stop.max_tokens = 48;
-      request.grammar = grammar;
-      greedy.push_back(std::move(request));
-    }
+  for (const auto& [prompt, grammar] :
+       {std::pair{"Numbers:", list}, {"A person", person}, {"Once upon a time", list}}) {
+    Request request;
+    request.prompt_ids = factory_->tokenizer().encode(prompt, true);
+    request.sampling.temperature = 0;
+    request.stop.max_tokens = 32;
+    request.grammar = grammar;
+    greedy.push_back(std::move(request));
   }
   const Outcome cpu = run(BackendKind::cpu, 1, true, greedy);
   const Outcome device_masked = run(kind, 1, true, greedy);
@@ -279,10 +276,8 @@ TEST_F(EngineDeviceTokenMaskTest, TensorParallelRanksMaskTheirSlices) {
   load(path.string());
   const std::vector<Grammar> grammars = {
       tokenized(grammar::compile_regex(R"((the|a) [a-z]{3,8} (is|was) [a-z]{2,6}\.)")),
-      tokenized(grammar::compile_regex(R"((one|two) (big|small|red) [a-z]{3,7} (ran|sat)\.)")),
   };
-  const std::vector<Request> constrained =
-      requests(grammars, 24, {"Once upon a time", "The little dog"});
+  const std::vector<Request> constrained = requests(grammars, 16, {"Once upon a time"});
   const Outcome host_masked = run(kind, 2, false, constrained);
   const Outcome device_masked = run(kind, 2, true, constrained);
   print("2 ranks, host-masked whole rows", host_masked);
