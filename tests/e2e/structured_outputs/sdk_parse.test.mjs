@@ -62,3 +62,63 @@ test('chat.completions.parse with zodResponseFormat returns message.parsed match
     `e.g. ${outcomes.find((o) => o.choice?.message?.parsed)?.choice.message.content}`);
   assert.ok(parsed > 0, 'no reply ended with "stop" and parsed');
 });
+
+// The agent path: tools from zodFunction and tool_choice "required" hold the reply to a call of
+// those tools, which the SDK parses into tool_calls[].function.parsed_arguments. The tools'
+// prompt fills most of the model's 512-token context, so replies get 72 tokens and short strings.
+test('chat.completions.parse with zodFunction tools and tool_choice required returns parsed arguments', async () => {
+  const { zodFunction } = await import('openai/helpers/zod');
+  const Weather = z.object({ city: z.string().max(6), unit: z.enum(['c', 'f']) });
+  const Time = z.object({ zone: z.string().max(4) });
+  const tools = [zodFunction({ name: 'get_weather', parameters: Weather }),
+    zodFunction({ name: 'get_time', parameters: Time })];
+  const ask = async (seed, toolChoice) => {
+    try {
+      return (await client.chat.completions.parse({
+        model,
+        messages: [{ role: 'user', content: 'Weather and time?' }],
+        tools,
+        tool_choice: toolChoice,
+        // One call: the random model would otherwise keep adding calls to the end of its tokens.
+        parallel_tool_calls: false,
+        seed,
+        temperature: 1.0,
+        max_tokens: 72,
+      })).choices[0];
+    } catch (error) {
+      if (error?.constructor?.name === 'LengthFinishReasonError') return { finish_reason: 'length' };
+      throw error;
+    }
+  };
+  const seeds = Array.from({ length: 8 }, (_, i) => i);
+  const choices = await mapPool(seeds, 8, (seed) => ask(seed, 'required'));
+  let calls = 0;
+  let lengths = 0;
+  for (const [i, choice] of choices.entries()) {
+    if (choice.finish_reason === 'length') {
+      lengths++;
+      continue;
+    }
+    assert.equal(choice.finish_reason, 'tool_calls', `seed ${seeds[i]}: ${JSON.stringify(choice)}`);
+    assert.ok(choice.message.tool_calls.length >= 1, JSON.stringify(choice));
+    for (const call of choice.message.tool_calls) {
+      assert.ok(['get_weather', 'get_time'].includes(call.function.name), JSON.stringify(call));
+      const schema = call.function.name === 'get_weather' ? Weather : Time;
+      const check = schema.safeParse(call.function.parsed_arguments);
+      assert.ok(check.success, `seed ${seeds[i]}: ${call.function.arguments}`);
+      calls++;
+    }
+  }
+  console.log(`zodFunction tools with tool_choice required over ${seeds.length} seeds: ${calls} parsed calls, ` +
+    `${lengths} ran out of tokens; e.g. ` +
+    `${JSON.stringify(choices.find((c) => c.message?.tool_calls?.length)?.message.tool_calls[0].function)}`);
+  assert.ok(calls > 0, 'no reply ended in a parsed tool call');
+
+  // A named function: every call is of that one.
+  for (const seed of [1, 2, 3]) {
+    const choice = await ask(seed, { type: 'function', function: { name: 'get_time' } });
+    if (choice.finish_reason === 'length') continue;
+    assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+    for (const call of choice.message.tool_calls) assert.equal(call.function.name, 'get_time');
+  }
+});
