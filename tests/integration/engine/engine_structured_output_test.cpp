@@ -147,5 +147,46 @@ TEST_F(DemoModelStructuredOutputTest, ConstrainedOutputIsBatchInvariant) {
       << alone.text;
 }
 
+// A cache too small for the batch preempts constrained samples and recomputes them: each
+// resumes in the grammar state it left (the matcher lives with the sample), so the outputs equal
+// the solo runs and stay sentences of their grammar.
+TEST_F(DemoModelStructuredOutputTest, PreemptedSamplesResumeInTheirGrammarState) {
+  const auto list = tokenized(grammar::compile_json_schema(
+      R"({"type":"array","items":{"type":"object","properties":{"id":{"type":"integer",
+          "minimum":0,"maximum":999},"tag":{"enum":["a","bc","def"]}},"required":["id","tag"]},
+          "minItems":1,"maxItems":8})",
+      {}));
+  constexpr int kSamples = 12;
+  std::vector<SampleOutput> solo;
+  for (int i = 0; i < kSamples; ++i) {
+    auto handle = engine_->submit(sampled(list, 500 + static_cast<std::uint64_t>(i), 96));
+    ASSERT_TRUE(handle.ok());
+    solo.push_back(collect(*handle).samples[0]);
+  }
+  EngineOptions small = factory_->default_options();
+  small.context_length = 128;
+  small.num_kv_blocks = 16;  // 256 tokens for 12 samples of up to 100 each
+  engine_ = factory_->make(small);
+  ASSERT_NE(engine_, nullptr);
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < kSamples; ++i) {
+    Request request = sampled(list, 500 + static_cast<std::uint64_t>(i), 96);
+    // Room for every event: the handles are read one after another, and a sample whose
+    // channel filled would pause holding its blocks, which the one being read may need.
+    request.channel_capacity = 128;
+    auto handle = engine_->submit(std::move(request));
+    ASSERT_TRUE(handle.ok());
+    handles.push_back(std::move(*handle));
+  }
+  for (int i = 0; i < kSamples; ++i) {
+    const SampleOutput crowded = collect(handles[static_cast<std::size_t>(i)]).samples[0];
+    EXPECT_EQ(crowded.ids, solo[static_cast<std::size_t>(i)].ids) << "sample " << i;
+    if (crowded.finish_reason == FinishReason::stop) {
+      EXPECT_TRUE(is_sentence(list, crowded.text)) << crowded.text;
+    }
+  }
+  EXPECT_GT(engine_->stats().preempted_total, 0);
+}
+
 }  // namespace
 }  // namespace tern::engine::testing
