@@ -29,7 +29,7 @@ test-gpu:
 
 # The parsers and loaders under ASan+UBSan on hostile input (fuzz and robustness tests), and the
 # cross-thread pieces under TSan. Only the test binaries involved are built.
-ASAN_FILTER ?= OutputParserFuzz*:OutputParserBoundary*:ModelFuzz*:MoeWeights*:GgufSplit*:TokenizerRobustness*:JinjaRobustness*:GgufFile*:Safetensors*:EmulatedDeviceRuntime*:*CudaBackend*:CudaLogitCandidates*:CudaMemoryBudget*
+ASAN_FILTER ?= GrammarFuzz*:GrammarMatcher*:GrammarBuilder*:JsonSchemaGrammar*:RegexGrammar*:GbnfGrammar*:ToolCallGrammar*:OutputParserFuzz*:OutputParserBoundary*:ModelFuzz*:MoeWeights*:GgufSplit*:TokenizerRobustness*:JinjaRobustness*:GgufFile*:Safetensors*:EmulatedDeviceRuntime*:*CudaBackend*:CudaLogitCandidates*:CudaMemoryBudget*
 TSAN_FILTER ?= MpscQueue*:SpscChannel*:ThreadPool*:EngineBehaviour*:EmulatedDeviceRuntime.FourThreads*:EmulatedCommunicator*:RankWorkers*:Matmul.ResultsAreBatchAndThreadInvariant:Matmul.SameInputGroupsMatchSeparateCalls:Matmul.GroupedProblemsMatchSeparateCalls
 sanitize: asan tsan
 

@@ -111,7 +111,7 @@ class EngineDeviceTokenMaskTest : public ::testing::Test {
     spec.tensor_parallel = ranks;
     spec.emulated.devices = ranks;
     // A short context: the decode graphs' attention covers all of it, and the emulator is slow.
-    spec.options = {.max_sequences = 32, .max_batch_tokens = 128, .max_context = 128};
+    spec.options = {.max_sequences = 16, .max_batch_tokens = 128, .max_context = 128};
     spec.cuda.sample_on_device = sample_on_device;
     kernels::ThreadPool pool(1);
     auto backend = create_backend(spec, factory_->weights(), pool);
@@ -122,7 +122,7 @@ class EngineDeviceTokenMaskTest : public ::testing::Test {
     options.kv_cache_type = KvCacheType::f16;  // as the CUDA kernels take it, on both backends
     options.context_length = 128;
     options.num_kv_blocks = 256;
-    options.scheduler.max_num_seqs = 32;
+    options.scheduler.max_num_seqs = 16;
     options.scheduler.max_num_batched_tokens = 128;
     auto engine = Engine::create(**backend, &factory_->tokenizer(), options);
     EXPECT_TRUE(engine.ok()) << engine.error().message;
