@@ -102,9 +102,9 @@ struct Engine::State {
         options(engine_options),
         limits{model_backend.vocab_size(), engine_options.context_length,
                model_tokenizer != nullptr},
-        generation_limits{limits.vocab_size, options.eos_token_ids, model_tokenizer,
-                          model_backend.logit_candidate_count() > 0 &&
-                              model_backend.applies_token_masks()},
+        generation_limits{
+            limits.vocab_size, options.eos_token_ids, model_tokenizer,
+            model_backend.logit_candidate_count() > 0 && model_backend.applies_token_masks()},
         kv_cache({num_blocks, engine_options.block_size, engine_options.enable_prefix_caching}),
         scheduler(scheduler_options, kv_cache),
         inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),

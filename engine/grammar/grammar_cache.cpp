@@ -1,5 +1,8 @@
 #include "engine/grammar/grammar_cache.h"
 
+#include <future>
+#include <thread>
+
 #include <fmt/format.h>
 
 namespace tern::engine::grammar {
@@ -20,11 +23,7 @@ Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::get(const Gramma
   }
   // Compiled unlocked: two requests with one new schema may both compile it, and neither
   // waits on the other's compile.
-  const auto deadline = std::chrono::steady_clock::now() + compile_timeout_;
-  auto grammar = compile_grammar(spec);
-  Expected<std::shared_ptr<const TokenizedGrammar>> tokenized =
-      grammar.ok() ? TokenizedGrammar::create(*grammar, vocabulary_, deadline)
-                   : Expected<std::shared_ptr<const TokenizedGrammar>>(grammar.error());
+  Expected<std::shared_ptr<const TokenizedGrammar>> tokenized = compile_within_timeout(spec);
   const std::lock_guard lock(mutex_);
   if (!tokenized.ok()) {
     ++stats_.failed;
@@ -46,6 +45,27 @@ Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::get(const Gramma
     entries_.pop_back();
   }
   return *tokenized;
+}
+
+// On a thread of its own, waited for at most the timeout: the table walk stops itself at the
+// deadline, and the front ends are bounded by their size caps, so a compile that is given up on
+// still ends soon after; its result is dropped. The caller is never held past the timeout.
+Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::compile_within_timeout(
+    const GrammarSpec& spec) {
+  using Result = Expected<std::shared_ptr<const TokenizedGrammar>>;
+  const auto deadline = std::chrono::steady_clock::now() + compile_timeout_;
+  auto task = std::make_shared<std::packaged_task<Result()>>(
+      [spec, vocabulary = vocabulary_, deadline]() -> Result {
+        auto grammar = compile_grammar(spec);
+        if (!grammar.ok()) return grammar.error();
+        return TokenizedGrammar::create(*grammar, vocabulary, deadline);
+      });
+  std::future<Result> result = task->get_future();
+  std::thread([task] { (*task)(); }).detach();
+  if (result.wait_until(deadline) != std::future_status::ready) {
+    return Error{"the grammar did not compile in time", ErrorKind::invalid_field};
+  }
+  return result.get();
 }
 
 GrammarCache::Stats GrammarCache::stats() const {

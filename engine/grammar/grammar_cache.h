@@ -33,6 +33,8 @@ class GrammarCache {
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
+  Expected<std::shared_ptr<const TokenizedGrammar>> compile_within_timeout(const GrammarSpec& spec);
+
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   std::chrono::milliseconds compile_timeout_;
   std::size_t capacity_;
