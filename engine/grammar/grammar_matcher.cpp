@@ -27,6 +27,7 @@ struct GrammarMatcher::State {
   // Most recent first.
   std::list<std::pair<SetId, TokenMask>> masks;
   TokenMask scratch;
+  std::vector<NodeId> top_nodes;  // kept, so a mask allocates nothing once warm
 
   void compute_mask(TokenMask& mask);
 };
@@ -108,7 +109,7 @@ void GrammarMatcher::State::compute_mask(TokenMask& mask) {
   const TokenVocabulary& vocabulary = tokenized->vocabulary();
   const std::span<const NodeId> tops = automaton.tops(current);
   // Copied: checking uncertain tokens may add sets and move the automaton's storage.
-  const std::vector<NodeId> top_nodes(tops.begin(), tops.end());
+  top_nodes.assign(tops.begin(), tops.end());
   const std::span<std::uint64_t> out = mask.words();
   for (const NodeId top : top_nodes) {
     const StateId state = automaton.state_of(top);
