@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/tokenizer/utf8.h"
+
 namespace tern::engine::grammar {
 namespace {
 
@@ -35,57 +37,14 @@ int hex_value(char c) {
   return -1;
 }
 
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
 // The length of the UTF-8 sequence at text[i] and its code point, or 0 when the bytes there
 // are not UTF-8 (overlong, surrogate, past U+10FFFF, truncated).
 std::size_t decode_utf8(std::string_view text, std::size_t i, char32_t& out) {
-  const auto byte = [&](std::size_t k) -> std::uint32_t {
-    return k < text.size() ? static_cast<unsigned char>(text[k]) : 0;
-  };
-  const std::uint32_t lead = byte(i);
-  std::size_t length = 0;
-  std::uint32_t value = 0;
-  if (lead < 0x80) {
-    length = 1;
-    value = lead;
-  } else if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    value = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    value = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    value = lead & 0x07;
-  } else {
-    return 0;
-  }
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;  // past the end reads as 0
-    value = (value << 6) | (byte(i + k) & 0x3F);
-  }
-  static constexpr std::uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (value < kSmallest[length] || value > kMaxCodePoint) return 0;
-  if (value >= 0xD800 && value <= 0xDFFF) return 0;
-  out = value;
-  return length;
+  if (i >= text.size()) return 0;
+  const Utf8Step step = next_utf8(text, i);
+  if (!step.valid) return 0;
+  out = step.code_point;
+  return step.length;
 }
 
 // Reads a GBNF text straight into a GrammarBuilder, remembering where each rule is defined and

@@ -308,6 +308,24 @@ Error grammar_error(std::string message) {
   return Error{std::move(message), ErrorKind::invalid_field};
 }
 
+// Edges in order, each once.
+void sort_unique(std::vector<ByteEdge>& bytes, std::vector<CallEdge>& calls) {
+  const auto byte_key = [](const ByteEdge& e) { return std::tie(e.first, e.last, e.target); };
+  const auto call_key = [](const CallEdge& e) { return std::tie(e.rule, e.return_state); };
+  std::sort(bytes.begin(), bytes.end(),
+            [&](const ByteEdge& a, const ByteEdge& b) { return byte_key(a) < byte_key(b); });
+  bytes.erase(
+      std::unique(bytes.begin(), bytes.end(),
+                  [&](const ByteEdge& a, const ByteEdge& b) { return byte_key(a) == byte_key(b); }),
+      bytes.end());
+  std::sort(calls.begin(), calls.end(),
+            [&](const CallEdge& a, const CallEdge& b) { return call_key(a) < call_key(b); });
+  calls.erase(
+      std::unique(calls.begin(), calls.end(),
+                  [&](const CallEdge& a, const CallEdge& b) { return call_key(a) == call_key(b); }),
+      calls.end());
+}
+
 // The automaton without empty moves: each kept state takes the edges and finality of every
 // state it reaches by empty moves. Only states that an edge enters (and rule starts) are kept.
 struct Compacted {
@@ -366,22 +384,7 @@ Compacted remove_empty_moves(const Nfa& nfa, const std::vector<StateId>& rule_st
         calls.push_back({e.rule, renumbered[static_cast<std::size_t>(e.return_state)]});
       }
     }
-    std::sort(bytes.begin(), bytes.end(), [](const ByteEdge& a, const ByteEdge& b) {
-      return std::tie(a.first, a.last, a.target) < std::tie(b.first, b.last, b.target);
-    });
-    bytes.erase(std::unique(bytes.begin(), bytes.end(),
-                            [](const ByteEdge& a, const ByteEdge& b) {
-                              return a.first == b.first && a.last == b.last && a.target == b.target;
-                            }),
-                bytes.end());
-    std::sort(calls.begin(), calls.end(), [](const CallEdge& a, const CallEdge& b) {
-      return std::tie(a.rule, a.return_state) < std::tie(b.rule, b.return_state);
-    });
-    calls.erase(std::unique(calls.begin(), calls.end(),
-                            [](const CallEdge& a, const CallEdge& b) {
-                              return a.rule == b.rule && a.return_state == b.return_state;
-                            }),
-                calls.end());
+    sort_unique(bytes, calls);
     state.byte_edge_count = static_cast<std::int32_t>(bytes.size());
     state.call_edge_count = static_cast<std::int32_t>(calls.size());
     out.byte_edges.insert(out.byte_edges.end(), bytes.begin(), bytes.end());
@@ -440,27 +443,12 @@ void merge_identical_states(Compacted& g) {
           g.byte_edges.begin() + state.first_byte_edge,
           g.byte_edges.begin() + state.first_byte_edge + state.byte_edge_count);
       for (ByteEdge& edge : bytes) edge.target = target(edge.target);
-      std::sort(bytes.begin(), bytes.end(), [](const ByteEdge& a, const ByteEdge& b) {
-        return std::tie(a.first, a.last, a.target) < std::tie(b.first, b.last, b.target);
-      });
-      bytes.erase(std::unique(bytes.begin(), bytes.end(),
-                              [](const ByteEdge& a, const ByteEdge& b) {
-                                return a.first == b.first && a.last == b.last &&
-                                       a.target == b.target;
-                              }),
-                  bytes.end());
+
       std::vector<CallEdge> calls(
           g.call_edges.begin() + state.first_call_edge,
           g.call_edges.begin() + state.first_call_edge + state.call_edge_count);
       for (CallEdge& call : calls) call.return_state = target(call.return_state);
-      std::sort(calls.begin(), calls.end(), [](const CallEdge& a, const CallEdge& b) {
-        return std::tie(a.rule, a.return_state) < std::tie(b.rule, b.return_state);
-      });
-      calls.erase(std::unique(calls.begin(), calls.end(),
-                              [](const CallEdge& a, const CallEdge& b) {
-                                return a.rule == b.rule && a.return_state == b.return_state;
-                              }),
-                  calls.end());
+      sort_unique(bytes, calls);
       copy.byte_edge_count = static_cast<std::int32_t>(bytes.size());
       copy.call_edge_count = static_cast<std::int32_t>(calls.size());
       out.byte_edges.insert(out.byte_edges.end(), bytes.begin(), bytes.end());
