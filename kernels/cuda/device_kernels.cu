@@ -18,6 +18,7 @@
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
 #include "kernels/cuda/sum_ranks.h"
+#include "kernels/cuda/token_mask.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 namespace {
@@ -78,6 +79,7 @@ DeviceKernels make_table() {
   table.logit_row_sums_relative_error = &logit_row_sums_relative_error;
   table.logit_row_partial_sums = TERN_NEUTRAL(launch_logit_row_partial_sums);
   table.sum_ranks = TERN_NEUTRAL(launch_sum_ranks);
+  table.token_mask = TERN_NEUTRAL(launch_token_mask);
   return table;
 }
 

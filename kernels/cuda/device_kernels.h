@@ -68,6 +68,10 @@ struct DeviceKernels {
                                 double* scaled_mass, void* stream);
   // The local sum of tern's deterministic all-reduce (kernels/cuda/sum_ranks.h).
   int (*sum_ranks)(const float* gathered, int ranks, long long count, float* out, void* stream);
+  // Grammar-constrained rows' token masks, applied in place (kernels/cuda/token_mask.h).
+  int (*token_mask)(float* logits, int rows, int vocab, const std::uint64_t* masks,
+                    long long mask_words, long long mask_offset, const std::int32_t* mask_rows,
+                    int masked_rows, void* stream);
 };
 
 // nvcc's kernels, defined only in a build with CUDA (tern_kernels_cuda).

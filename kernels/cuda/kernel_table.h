@@ -28,7 +28,8 @@
   X(kv_store)                     \
   X(rms_norm)                     \
   X(rope)                         \
-  X(sum_ranks)
+  X(sum_ranks)                    \
+  X(token_mask)
 
 TERN_CUDA_NAMESPACE_BEGIN
 
