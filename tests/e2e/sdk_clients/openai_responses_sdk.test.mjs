@@ -239,12 +239,13 @@ test('a failure mid-stream ends in response.failed with the error; not streamed 
     (error) => error instanceof OpenAI.InternalServerError && error.status === 500);
 });
 
-test('errors: unknown model 404, wrong key 401, tool_choice required 400 naming the field', { skip: absent }, async () => {
+test('errors: unknown model 404, wrong key 401, tool_choice allowed_tools 400 naming the field', { skip: absent }, async () => {
   await assert.rejects(client.responses.create({ model: 'no-such-model', input: 'Hi' }),
     (error) => error instanceof OpenAI.NotFoundError);
   const stranger = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'not-the-key', maxRetries: 0 });
   await assert.rejects(stranger.responses.create({ model, input: 'Hi' }),
     (error) => error instanceof OpenAI.AuthenticationError);
-  await assert.rejects(client.responses.create({ model, input: weather.prompt, tools, tool_choice: 'required' }),
+  await assert.rejects(client.responses.create({ model, input: weather.prompt, tools,
+    tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } }),
     (error) => error instanceof OpenAI.BadRequestError && error.param === 'tool_choice');
 });

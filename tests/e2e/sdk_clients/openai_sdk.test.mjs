@@ -241,14 +241,14 @@ test('a failure mid-stream reaches the stream helper as an APIError; not streame
     (error) => error instanceof OpenAI.InternalServerError && error.status === 500);
 });
 
-test('errors: unknown model 404, wrong key 401, tool_choice required 400 naming the field', async () => {
+test('errors: unknown model 404, wrong key 401, a tool_choice naming no function 400 naming the field', async () => {
   await assert.rejects(client.chat.completions.create({ model: 'no-such-model', messages: user('Hi') }),
     (error) => error instanceof OpenAI.NotFoundError && error.status === 404);
   const stranger = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'not-the-key', maxRetries: 0 });
   await assert.rejects(stranger.chat.completions.create({ model, messages: user('Hi') }),
     (error) => error instanceof OpenAI.AuthenticationError && error.status === 401);
   await assert.rejects(
-    client.chat.completions.stream({ model, messages: user(weather.prompt), tools, tool_choice: 'required' })
+    client.chat.completions.stream({ model, messages: user(weather.prompt), tools, tool_choice: { type: 'function' } })
       .finalChatCompletion(),
-    (error) => error instanceof OpenAI.BadRequestError && error.param === 'tool_choice');
+    (error) => error instanceof OpenAI.BadRequestError && error.param === 'tool_choice.function.name');
 });

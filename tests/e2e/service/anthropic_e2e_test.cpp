@@ -243,11 +243,12 @@ TEST_F(AnthropicTest, ErrorsInAnthropicsShape) {
   EXPECT_EQ(image.result_int(), 400);
   EXPECT_TRUE(contains(image.body(), R"("message":"messages[0].content[0].type: )"))
       << image.body();
+  // A forced tool without its name: the error in Anthropic's shape, naming the field.
   const Response forced = post("/v1/messages?beta=true",
-                               R"({"model":"fake","max_tokens":1,"tool_choice":{"type":"any"},)"
+                               R"({"model":"fake","max_tokens":1,"tool_choice":{"type":"tool"},)"
                                R"("messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(forced.result_int(), 400);
-  EXPECT_TRUE(contains(forced.body(), R"("message":"tool_choice: )")) << forced.body();
+  EXPECT_TRUE(contains(forced.body(), R"("message":"tool_choice.name: )")) << forced.body();
 
   const Response unknown =
       post("/v1/messages", R"({"model":"nope","max_tokens":1,"messages":[{"role":"user",)"

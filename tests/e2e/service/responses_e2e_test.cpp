@@ -353,7 +353,8 @@ TEST_F(ResponsesTest, CodexRequestsAndErrors) {
   ASSERT_EQ(codex.result_int(), 200) << codex.body();
   EXPECT_EQ(events_of(codex.body()).back().type, "response.completed");
 
-  const Response forced = post(R"({"model":"fake","input":"hi","tool_choice":"required"})");
+  const Response forced = post(
+      R"({"model":"fake","input":"hi","tool_choice":{"type":"allowed_tools","tools":[]}})");
   EXPECT_EQ(forced.result_int(), 400);
   EXPECT_TRUE(contains(forced.body(), R"("param":"tool_choice","code":"unsupported_parameter")"))
       << forced.body();
