@@ -146,6 +146,12 @@ std::vector<ModelStats> EngineModelService::stats() const {
     entry.tokens_sampled_from_candidates = engine_stats.logit_rows_from_candidates;
     entry.tokens_sampled_from_whole_rows = engine_stats.logit_rows_whole;
     entry.logit_rows_fetched = engine_stats.logit_rows_fetched;
+    if (model->grammars) {
+      const engine::grammar::GrammarCache::Stats grammars = model->grammars->stats();
+      entry.grammars_compiled = grammars.compiled;
+      entry.grammar_cache_hits = grammars.hits;
+      entry.grammars_failed = grammars.failed;
+    }
     if (const auto memory = model->backend->device_memory(); memory) {
       entry.device_memory_total_bytes = memory->device_total;
       entry.device_memory_bytes = {{"weights", memory->weights},

@@ -43,6 +43,10 @@ struct ModelStats {
   std::int64_t tokens_sampled_from_candidates = 0;
   std::int64_t tokens_sampled_from_whole_rows = 0;
   std::int64_t logit_rows_fetched = 0;
+  // Structured outputs' grammars: compiled, served from the cache, refused (bad or too slow).
+  std::int64_t grammars_compiled = 0;
+  std::int64_t grammar_cache_hits = 0;
+  std::int64_t grammars_failed = 0;
   // A device backend's memory by use ("weights", "activations", "graphs", "kv_cache") and the
   // device's total; empty on the CPU.
   std::vector<std::pair<std::string, std::uint64_t>> device_memory_bytes;

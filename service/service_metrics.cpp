@@ -69,6 +69,11 @@ ServiceMetrics::ServiceMetrics()
       logit_rows_fetched_(registry_.counter(
           "tern_logit_rows_fetched_total",
           "Logits rows fetched whole after their device candidates could not decide.", {"model"})),
+      grammars_(registry_.counter(
+          "tern_structured_output_grammars_total",
+          "Structured-output grammars asked for, by outcome: compiled, cached (a cache hit) or "
+          "failed (a 400: invalid, unwritable with the vocabulary, or past the compile timeout).",
+          {"model", "outcome"})),
       device_memory_(registry_.gauge(
           "tern_device_memory_bytes",
           "Device memory a CUDA model holds, by use (weights, activations, graphs, kv_cache).",
@@ -125,6 +130,9 @@ void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats,
     advance_to(sampled_tokens_.with({model.model, "whole_row"}),
                model.tokens_sampled_from_whole_rows);
     advance_to(logit_rows_fetched_.with({model.model}), model.logit_rows_fetched);
+    advance_to(grammars_.with({model.model, "compiled"}), model.grammars_compiled);
+    advance_to(grammars_.with({model.model, "cached"}), model.grammar_cache_hits);
+    advance_to(grammars_.with({model.model, "failed"}), model.grammars_failed);
     if (!model.device_memory_bytes.empty()) {
       device_memory_total_.with({model.model})
           .set(static_cast<double>(model.device_memory_total_bytes));

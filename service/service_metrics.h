@@ -63,6 +63,7 @@ class ServiceMetrics {
   Family<Gauge>& healthy_;
   Family<Counter>& sampled_tokens_;
   Family<Counter>& logit_rows_fetched_;
+  Family<Counter>& grammars_;
   Family<Gauge>& device_memory_;
   Family<Gauge>& device_memory_total_;
   Gauge& open_connections_;

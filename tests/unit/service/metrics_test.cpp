@@ -76,6 +76,9 @@ ModelStats cuda_model_stats() {
   stats.tokens_sampled_from_candidates = 90;
   stats.tokens_sampled_from_whole_rows = 10;
   stats.logit_rows_fetched = 4;
+  stats.grammars_compiled = 3;
+  stats.grammar_cache_hits = 7;
+  stats.grammars_failed = 1;
   stats.device_memory_total_bytes = 64 << 20;
   stats.kv_bytes_per_token = 160;
   stats.device_memory_bytes = {
@@ -98,6 +101,9 @@ TEST(MetricsTest, ModelStatsExportDeviceMemoryKvBytesAndSamplingPaths) {
         "tern_sampled_tokens_total{model=\"demo\",path=\"device_candidates\"} 95",
         "tern_sampled_tokens_total{model=\"demo\",path=\"whole_row\"} 10",
         "tern_logit_rows_fetched_total{model=\"demo\"} 4",
+        "tern_structured_output_grammars_total{model=\"demo\",outcome=\"compiled\"} 3",
+        "tern_structured_output_grammars_total{model=\"demo\",outcome=\"cached\"} 7",
+        "tern_structured_output_grammars_total{model=\"demo\",outcome=\"failed\"} 1",
         "tern_device_memory_bytes{model=\"demo\",use=\"weights\"} 5242880",
         "tern_device_memory_bytes{model=\"demo\",use=\"kv_cache\"} 3145728",
         "tern_device_memory_total_bytes{model=\"demo\"} 67108864"}) {
