@@ -85,9 +85,11 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   auto chat_template = ModelChatTemplate::load(*served->tokenizer, spec.chat_template);
   if (!chat_template) return Error{describe(spec, chat_template.error().message)};
   served->chat_template.emplace(std::move(*chat_template));
+  // The tokenizer never moves (see ServedModel), so the vocabulary may be made from it later.
   served->grammars = std::make_unique<grammar::GrammarCache>(
-      grammar::TokenVocabulary::from_tokenizer(*served->tokenizer, config.vocab_size,
-                                               config.eos_token_ids),
+      [tokenizer = served->tokenizer.get(), size = config.vocab_size, eos = config.eos_token_ids] {
+        return grammar::TokenVocabulary::from_tokenizer(*tokenizer, size, eos);
+      },
       std::chrono::milliseconds(spec.structured_outputs_compile_timeout_ms));
 
   if (spec.max_model_len > config.context_length) {

@@ -11,6 +11,19 @@ GrammarCache::GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary,
                            std::chrono::milliseconds compile_timeout, std::size_t capacity)
     : vocabulary_(std::move(vocabulary)), compile_timeout_(compile_timeout), capacity_(capacity) {}
 
+GrammarCache::GrammarCache(std::function<std::shared_ptr<const TokenVocabulary>()> make_vocabulary,
+                           std::chrono::milliseconds compile_timeout, std::size_t capacity)
+    : make_vocabulary_(std::move(make_vocabulary)),
+      compile_timeout_(compile_timeout),
+      capacity_(capacity) {}
+
+const std::shared_ptr<const TokenVocabulary>& GrammarCache::vocabulary() {
+  std::call_once(vocabulary_made_, [this] {
+    if (!vocabulary_ && make_vocabulary_) vocabulary_ = make_vocabulary_();
+  });
+  return vocabulary_;
+}
+
 Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::get(const GrammarSpec& spec) {
   const std::string key = spec.cache_key();
   {
@@ -55,7 +68,7 @@ Expected<std::shared_ptr<const TokenizedGrammar>> GrammarCache::compile_within_t
   using Result = Expected<std::shared_ptr<const TokenizedGrammar>>;
   const auto deadline = std::chrono::steady_clock::now() + compile_timeout_;
   auto task = std::make_shared<std::packaged_task<Result()>>(
-      [spec, vocabulary = vocabulary_, deadline]() -> Result {
+      [spec, vocabulary = vocabulary(), deadline]() -> Result {
         auto grammar = compile_grammar(spec);
         if (!grammar.ok()) return grammar.error();
         return TokenizedGrammar::create(*grammar, vocabulary, deadline);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,10 @@ class GrammarCache {
  public:
   GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary,
                std::chrono::milliseconds compile_timeout, std::size_t capacity = 256);
+  // The vocabulary made by `make_vocabulary` when the first grammar is asked for: a model whose
+  // requests never constrain their output never pays for it.
+  GrammarCache(std::function<std::shared_ptr<const TokenVocabulary>()> make_vocabulary,
+               std::chrono::milliseconds compile_timeout, std::size_t capacity = 256);
 
   Expected<std::shared_ptr<const TokenizedGrammar>> get(const GrammarSpec& spec);
 
@@ -30,11 +35,13 @@ class GrammarCache {
     std::int64_t failed = 0;
   };
   Stats stats() const;
-  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
   Expected<std::shared_ptr<const TokenizedGrammar>> compile_within_timeout(const GrammarSpec& spec);
+  const std::shared_ptr<const TokenVocabulary>& vocabulary();
 
+  std::function<std::shared_ptr<const TokenVocabulary>()> make_vocabulary_;
+  std::once_flag vocabulary_made_;
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   std::chrono::milliseconds compile_timeout_;
   std::size_t capacity_;

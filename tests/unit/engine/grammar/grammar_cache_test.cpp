@@ -41,6 +41,21 @@ TEST(GrammarCache, CompilesOnceAndNamesTheFieldOfAnError) {
   EXPECT_EQ(stats.failed, 1);
 }
 
+// A model whose requests never ask for a grammar never builds its vocabulary's tries.
+TEST(GrammarCache, MakesTheVocabularyWhenTheFirstGrammarIsAskedFor) {
+  int made = 0;
+  GrammarCache cache(
+      [&made] {
+        ++made;
+        return byte_vocabulary();
+      },
+      std::chrono::milliseconds(2000));
+  EXPECT_EQ(made, 0);
+  ASSERT_TRUE(cache.get(schema(R"({"type":"boolean"})")).ok());
+  ASSERT_TRUE(cache.get(schema(R"({"type":"null"})")).ok());
+  EXPECT_EQ(made, 1);
+}
+
 // A compile that outlasts the timeout is an error when the timeout ends, not when it does.
 TEST(GrammarCache, ACompileTooSlowIsAnErrorAtTheTimeout) {
   GrammarCache cache(byte_vocabulary(), std::chrono::milliseconds(1));
