@@ -15,13 +15,11 @@ tern_binary=${1:?$usage}
 shared_dir=${TERN_SHARED_DIR:-${2:?$usage}}
 backend=${3:-cpu}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../node_suite.sh
+source "$here/../node_suite.sh"
 model_dir="$shared_dir/models/tinystories-656k"
 reference="$shared_dir/reference/tinystories-656k.greedy.jsonl"
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
 case "$backend" in
   cpu) ;;
   cuda | cuda-emulated)
@@ -42,26 +40,14 @@ case "$backend" in
 esac
 tern_binary=$(realpath "$tern_binary")
 [ -d "$model_dir" ] || skip "needs $model_dir (../shared is absent or incomplete)"
-command -v node >/dev/null || skip "needs node (scripts/setup.sh installs it)"
-command -v npm >/dev/null || skip "needs npm (scripts/setup.sh installs it)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 20 ] || skip "needs node 20 or newer (found $(node --version))"
+require_node
 
 cd "$here"
 if [ ! -d node_modules/openai ]; then
   npm ci --no-audit --no-fund
 fi
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid"
-    wait "$server_pid" || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+make_work_folder
 
 # The reference greedy ids come from float32 math, so the KV cache is f32 on the CPU; the CUDA
 # backend takes f16 or bf16 only, and with f16 its greedy ids still equal the reference's (the
@@ -89,13 +75,7 @@ echo "tern serve with backend $backend, kv_cache_dtype $kv_cache_dtype"
 server_pid=$!
 
 # Port 0 picks a free port; the startup log names it.
-port=
-for _ in $(seq 1 500); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log" | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.02
-done
+port=$(listening_port "$work/serve.log")
 if [ -z "$port" ]; then
   # Where cuda cannot run, the server stops before it listens, naming why.
   if [ "$backend" = cuda ] && grep -q -e "backend cuda: no CUDA in this build" \

@@ -18,20 +18,15 @@ tern_binary=${1:?$usage}
 shared_dir=${TERN_SHARED_DIR:-${2:?$usage}}
 shift 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../node_suite.sh
+source "$here/../node_suite.sh"
 model_dir="$shared_dir/models/random-qwen3-tiny"
 tokenizer_dir="$shared_dir/tokenizers/qwen3"
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
 tern_binary=$(realpath "$tern_binary")
 [ -d "$model_dir" ] || skip "needs $model_dir (../shared is absent or incomplete)"
 [ -f "$tokenizer_dir/tokenizer.json" ] || skip "needs $tokenizer_dir (../shared is absent or incomplete)"
-command -v node >/dev/null || skip "needs node (scripts/setup.sh installs it)"
-command -v npm >/dev/null || skip "needs npm (scripts/setup.sh installs it)"
-node_major=$(node -p 'process.versions.node.split(".")[0]')
-[ "$node_major" -ge 20 ] || skip "needs node 20 or newer (found $(node --version))"
+require_node
 
 cd "$here"
 if [ ! -d node_modules/openai ] || [ ! -d node_modules/ajv ] || [ ! -d node_modules/ajv-formats ] ||
@@ -39,16 +34,7 @@ if [ ! -d node_modules/openai ] || [ ! -d node_modules/ajv ] || [ ! -d node_modu
   npm ci --no-audit --no-fund
 fi
 
-work=$(mktemp -d)
-server_pid=
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid"
-    wait "$server_pid" || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+make_work_folder
 
 node "$here/make_byte_level_model.mjs" "$model_dir" "$tokenizer_dir" "$work/random-qwen3-tiny"
 
@@ -74,13 +60,7 @@ EOF
 server_pid=$!
 
 # Port 0 picks a free port; the startup log names it.
-port=
-for _ in $(seq 1 500); do
-  port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log" | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.02
-done
+port=$(listening_port "$work/serve.log")
 if [ -z "$port" ]; then
   echo "tern serve did not start listening:" >&2
   cat "$work/serve.log" >&2
@@ -100,15 +80,7 @@ status=0
 TERN_URL=$url TERN_API_KEY=$TERN_TEST_API_KEY TERN_MODEL=random-qwen3-tiny \
   node --test --test-concurrency=1 --test-reporter=spec "$@" || status=$?
 
-# SIGTERM drains and exits 0; anything else is a failure of its own.
-kill -TERM "$server_pid"
-server_status=0
-wait "$server_pid" || server_status=$?
-server_pid=
-if [ "$server_status" -ne 0 ]; then
-  echo "tern serve exited with $server_status after SIGTERM" >&2
-  status=1
-fi
+stop_server "tern serve"
 if [ "$status" -ne 0 ]; then
   echo "--- tern serve log ---" >&2
   tail -n 50 "$work/serve.log" >&2
