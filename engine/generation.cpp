@@ -9,6 +9,8 @@
 namespace tern::engine {
 namespace {
 
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
 // Sample i > 0 of a request gets its own stream, derived from the request's seed.
 std::uint64_t sample_seed(std::uint64_t seed, std::int32_t index) {
   if (index == 0) return seed;
@@ -95,10 +97,16 @@ bool Generation::mask_row(std::span<float> row) {
     const std::size_t end = std::min(row.size(), w * 64 + 64);
     if (bits == ~std::uint64_t{0} && end <= covered) continue;
     for (std::size_t i = w * 64; i < end; ++i) {
-      if (((bits >> (i - w * 64)) & 1) == 0) row[i] = -std::numeric_limits<float>::infinity();
+      if (((bits >> (i - w * 64)) & 1) == 0) row[i] = -kInfinity;
     }
   }
   return any;
+}
+
+// No token may follow in the grammar: the sample ends in error rather than break it.
+std::int32_t Generation::end_at_dead_end(std::span<const float> logits) {
+  dead_end_ = true;
+  return eos_token_ids_.empty() ? argmax(logits) : eos_token_ids_[0];
 }
 
 bool Generation::is_stop_token(std::int32_t token) const {
@@ -152,8 +160,7 @@ std::optional<std::int32_t> Generation::choose(const LogitCandidates& row,
     // it would from the row mask_row() leaves. When nothing above -inf is left (the grammar
     // allows no token, or only tokens whose logits are -inf), the whole row decides, as on the
     // host: a dead end, or the full row's own choice.
-    if (!token_masks_on_device_ || row.values.empty() ||
-        row.values.front() == -std::numeric_limits<float>::infinity()) {
+    if (!token_masks_on_device_ || row.values.empty() || row.values.front() == -kInfinity) {
       return std::nullopt;
     }
   }
@@ -167,14 +174,15 @@ std::int32_t Generation::choose(std::span<const float> logits, std::span<float> 
   if (plain_greedy_ && !suppress) return argmax(logits);
   const std::span<float> row = scratch.first(logits.size());
   std::memcpy(row.data(), logits.data(), logits.size_bytes());
-  if (constrained() && !mask_row(row)) {
-    // No token spells what the grammar needs next (or min_tokens holds back the end it needs):
-    // the sample ends in error rather than break the grammar.
-    dead_end_ = true;
-    return eos_token_ids_.empty() ? argmax(logits) : eos_token_ids_[0];
-  }
+  const bool constrain = constrained();
+  if (constrain && !mask_row(row)) return end_at_dead_end(logits);
   processor_.apply(
       row, suppress ? std::span<const std::int32_t>(suppressed_) : std::span<const std::int32_t>());
+  // min_tokens may hold back the end that is all the grammar allows now.
+  if (constrain && suppress &&
+      std::none_of(row.begin(), row.end(), [](float x) { return x > -kInfinity; })) {
+    return end_at_dead_end(logits);
+  }
   return sampler_.sample(row, candidates);
 }
 

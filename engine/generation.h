@@ -80,6 +80,7 @@ class Generation {
   bool constrained() const;
   // Leaves only the tokens the grammar allows next in `row`; false when it allows none.
   bool mask_row(std::span<float> row);
+  std::int32_t end_at_dead_end(std::span<const float> logits);
 
   const Request& request_;
   std::int32_t index_;

@@ -172,3 +172,33 @@ TEST(GenerationDeviceMask, AMaskedRowOfOnlyMinusInfinityNeedsTheWholeRow) {
 
 }  // namespace
 }  // namespace tern::engine
+
+namespace tern::engine {
+namespace {
+
+// min_tokens holds back the end token, and the grammar allows nothing else once its sentence
+// is whole: the sample ends in error, never with a token the grammar refuses.
+TEST(GenerationConstrained, AWholeSentenceBeforeMinTokensEndsInErrorNotInABrokenOutput) {
+  SamplingParams sampling;
+  sampling.temperature = 1.0f;
+  Request request = constrained_request(sampling);
+  request.stop.min_tokens = 8;
+  Generation generation(request, 0, limits(false));
+  std::vector<float> row(kVocab, 0.0f);
+  std::vector<float> scratch_row(kVocab);
+  SamplerScratch scratch;
+  std::int32_t step = 0;
+  for (const std::int32_t token : {0, 26}) {  // "a1": a whole sentence of [a-c]{1,4}[0-9]
+    RequestEvent event;
+    generation.describe(token, row, ++step, event);
+    ASSERT_FALSE(event.finish_reason.has_value());
+  }
+  const std::int32_t token = generation.choose(row, scratch_row, scratch, step);
+  RequestEvent event;
+  generation.describe(token, row, step + 1, event);
+  ASSERT_TRUE(event.finish_reason.has_value());
+  EXPECT_EQ(*event.finish_reason, FinishReason::error);
+}
+
+}  // namespace
+}  // namespace tern::engine
