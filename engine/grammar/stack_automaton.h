@@ -61,16 +61,8 @@ class StackAutomaton {
   bool can_end(SetId set) const { return sets_[static_cast<std::size_t>(set)].can_end; }
   // Some stack returned to kUnknownCaller.
   bool escaped(SetId set) const { return escaped_[static_cast<std::size_t>(set)] != 0; }
-  // Neither a byte nor the end can follow.
-  bool is_dead(SetId set) const {
-    const Set& s = sets_[static_cast<std::size_t>(set)];
-    return s.tops.empty() && !s.can_end && !s.escaped;
-  }
 
   StateId state_of(NodeId node) const { return nodes_[static_cast<std::size_t>(node)].state; }
-  NodeId parent_of(NodeId node) const { return nodes_[static_cast<std::size_t>(node)].parent; }
-  std::size_t node_count() const { return nodes_.size(); }
-  std::size_t set_count() const { return sets_.size(); }
 
  private:
   static constexpr SetId kUnvisited = -2;
