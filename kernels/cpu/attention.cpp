@@ -62,7 +62,9 @@ AttentionScratch::AttentionScratch(int max_context, int head_dim)
       head_dim_(head_dim),
       scores_(static_cast<std::size_t>(kAttentionHeadsPerPass) * kAttentionKeyTile),
       accumulators_(static_cast<std::size_t>(kAttentionHeadsPerPass) *
-                    static_cast<std::size_t>(head_dim)) {}
+                    static_cast<std::size_t>(head_dim)),
+      staging_(static_cast<std::size_t>(kAttentionStagedRows) *
+               static_cast<std::size_t>((head_dim + 15) / 16 * 16)) {}
 
 void paged_attention(const float* q, std::int64_t q_stride, int q_len, int first_position,
                      int n_heads, int kv_head, const std::int32_t* block_table,

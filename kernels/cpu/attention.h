@@ -16,6 +16,8 @@ inline constexpr int kAttentionKeyTile = 64;
 // Query heads of one KV head processed together, so each K/V tile is read from memory once per
 // pass rather than once per head. Larger GQA groups take several passes.
 inline constexpr int kAttentionHeadsPerPass = 8;
+// Rows of K or V a variant may convert to f32 at once (AttentionScratch::staging()).
+inline constexpr int kAttentionStagedRows = 16;
 
 // Per-thread working memory of paged_attention, allocated once so the kernel allocates nothing.
 class AttentionScratch {
@@ -28,12 +30,15 @@ class AttentionScratch {
   float* scores() { return scores_.data(); }
   // [kAttentionHeadsPerPass][value_dim] unnormalized outputs (value_dim <= head_dim).
   float* accumulators() { return accumulators_.data(); }
+  // kAttentionStagedRows rows of keys or values converted to f32 (head_dim rounded up to 16).
+  float* staging() { return staging_.data(); }
 
  private:
   int max_context_;
   int head_dim_;
   std::vector<float> scores_;
   std::vector<float> accumulators_;
+  std::vector<float> staging_;
 };
 
 // Causal attention of one sequence's chunk of q_len query rows, at positions first_position ..

@@ -10,6 +10,17 @@
 //   static void accumulate(float* accumulator, const float* weights, const Element* values,
 //                          int count, int stride, int value_dim);
 //       // accumulator[0 .. value_dim) += sum_t w[t] * values[t * stride + 0 .. value_dim)
+// and optionally, where a variant does the work of all heads of a pass at once (its arithmetic
+// per head and key free to differ from dot / accumulate):
+//   static float maximum_of(const float* scores, int count);   // count >= 1
+//   static void score_keys(const float* queries, int heads, int head_dim, const Element* keys,
+//                          int count, float scale, float* scores, float* staging);
+//       // scores[h * kAttentionKeyTile + t] = dot(query h, key t) * scale, t < count
+//   static void accumulate_values(float* accumulators, int heads, int value_dim,
+//                                 const float* weights, const Element* values, int count,
+//                                 int stride, float* staging);
+//       // accumulator h += sum_t weights[h * kAttentionKeyTile + t] * value t, in key order
+// with `staging` room for kAttentionStagedRows rows of head_dim floats.
 // Each operation must treat a key or a dimension alike wherever it sits, which the tiling below
 // relies on for batch invariance.
 
@@ -21,6 +32,63 @@
 #include "kernels/cpu/attention.h"
 
 namespace tern::kernels::attention_tiles {
+
+inline void prefetch_bytes(const void* start, std::size_t bytes) {
+  constexpr std::size_t kLine = 64;
+  const auto* first = static_cast<const char*>(start);
+  for (std::size_t offset = 0; offset < bytes; offset += kLine) __builtin_prefetch(first + offset);
+}
+
+template <typename Ops>
+float maximum_of(const float* scores, int count) {
+  if constexpr (requires { Ops::maximum_of(scores, count); }) {
+    return Ops::maximum_of(scores, count);
+  } else {
+    float maximum = scores[0];
+    for (int t = 1; t < count; ++t) maximum = scores[t] > maximum ? scores[t] : maximum;
+    return maximum;
+  }
+}
+
+template <typename Ops>
+void score_keys(const float* queries, int heads, int head_dim, const typename Ops::Element* keys,
+                int count, float scale, float* scores, AttentionScratch& scratch) {
+  if constexpr (requires {
+                  Ops::score_keys(queries, heads, head_dim, keys, count, scale, scores,
+                                  scratch.staging());
+                }) {
+    Ops::score_keys(queries, heads, head_dim, keys, count, scale, scores, scratch.staging());
+  } else {
+    (void)scratch;
+    for (int h = 0; h < heads; ++h) {
+      const float* query = queries + static_cast<std::int64_t>(h) * head_dim;
+      float* head_scores = scores + h * kAttentionKeyTile;
+      for (int t = 0; t < count; ++t) {
+        head_scores[t] =
+            Ops::dot(query, keys + static_cast<std::int64_t>(t) * head_dim, head_dim) * scale;
+      }
+    }
+  }
+}
+
+template <typename Ops>
+void accumulate_values(float* accumulators, int heads, int value_dim, const float* weights,
+                       const typename Ops::Element* values, int count, int stride,
+                       AttentionScratch& scratch) {
+  if constexpr (requires {
+                  Ops::accumulate_values(accumulators, heads, value_dim, weights, values, count,
+                                         stride, scratch.staging());
+                }) {
+    Ops::accumulate_values(accumulators, heads, value_dim, weights, values, count, stride,
+                           scratch.staging());
+  } else {
+    (void)scratch;
+    for (int h = 0; h < heads; ++h) {
+      Ops::accumulate(accumulators + h * value_dim, weights + h * kAttentionKeyTile, values, count,
+                      stride, value_dim);
+    }
+  }
+}
 
 template <typename Ops>
 static void run(const float* q, std::int64_t q_stride, int q_len, int first_position, int n_heads,
@@ -61,6 +129,23 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
       for (int tile_start = 0; tile_start < key_count; tile_start += kAttentionKeyTile) {
         const int tile_length =
             key_count - tile_start < kAttentionKeyTile ? key_count - tile_start : kAttentionKeyTile;
+        // A decode step finds its keys and values in memory, not cache (the weights stream
+        // through in between): ask for the whole tile at once rather than a run at a time.
+        if (row == 0) {
+          for (int j = 0; j < tile_length;) {
+            const int position = tile_start + j;
+            const int slot = position % block_size;
+            const int run =
+                block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
+            const std::int64_t offset = block_table[position / block_size] * block_elements +
+                                        head_offset + static_cast<std::int64_t>(slot) * head_dim;
+            prefetch_bytes(keys_base + offset, run * head_dim * sizeof(Element));
+            if (values_base != keys_base) {
+              prefetch_bytes(values_base + offset, run * head_dim * sizeof(Element));
+            }
+            j += run;
+          }
+        }
         // Scores, walking the tile in runs of keys that are contiguous in one cache block.
         for (int j = 0; j < tile_length;) {
           const int position = tile_start + j;
@@ -68,23 +153,13 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
           const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
           const Element* keys = keys_base + block_table[position / block_size] * block_elements +
                                 head_offset + static_cast<std::int64_t>(slot) * head_dim;
-          for (int h = 0; h < heads; ++h) {
-            const float* query = queries + static_cast<std::int64_t>(h) * head_dim;
-            float* head_scores = scores + h * kAttentionKeyTile + j;
-            for (int t = 0; t < run; ++t) {
-              head_scores[t] =
-                  Ops::dot(query, keys + static_cast<std::int64_t>(t) * head_dim, head_dim) * scale;
-            }
-          }
+          score_keys<Ops>(queries, heads, head_dim, keys, run, scale, scores + j, scratch);
           j += run;
         }
         // Online softmax: rescale what earlier tiles accumulated to this tile's running maximum.
         for (int h = 0; h < heads; ++h) {
           float* head_scores = scores + h * kAttentionKeyTile;
-          float tile_max = head_scores[0];
-          for (int t = 1; t < tile_length; ++t) {
-            tile_max = head_scores[t] > tile_max ? head_scores[t] : tile_max;
-          }
+          const float tile_max = maximum_of<Ops>(head_scores, tile_length);
           const float new_max = tile_max > running_max[h] ? tile_max : running_max[h];
           const float correction =
               running_max[h] == -INFINITY ? 0.0f : expf(running_max[h] - new_max);
@@ -104,10 +179,8 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
           const Element* values = values_base +
                                   block_table[position / block_size] * block_elements +
                                   head_offset + static_cast<std::int64_t>(slot) * head_dim;
-          for (int h = 0; h < heads; ++h) {
-            Ops::accumulate(accumulators + h * value_dim, scores + h * kAttentionKeyTile + j,
-                            values, run, head_dim, value_dim);
-          }
+          accumulate_values<Ops>(accumulators, heads, value_dim, scores + j, values, run, head_dim,
+                                 scratch);
           j += run;
         }
       }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cassert>
 #include <thread>
+#include <utility>
 
 #include "kernels/cpu/matmul_kernels.h"
 #include "kernels/cpu/quant.h"
@@ -25,24 +26,30 @@ constexpr std::size_t kMaxGroupProblems = 64;
 // than the work (a router's 32 x 1024 at one token). Which thread computes a row does not change
 // its arithmetic.
 constexpr std::int64_t kInlineMultiplyAdds = 64 * 1024;
-constexpr int kMaxThreads = 64;             // threads one matmul spreads over (more stay idle)
-constexpr std::int64_t kOwnerGranules = 2;  // granules a thread takes at once from its own share
+constexpr int kMaxThreads = 64;  // threads one matmul spreads over (more stay idle)
+// A thread takes from its own share an eighth of what is left, at least two granules: a few
+// large claims while much remains (each claim is an atomic exchange and a restart of the
+// kernel's prefetch stream), small ones near the end, where a slow thread's last claim is what
+// the others wait for.
+constexpr std::int64_t kOwnerGranules = 2;
+constexpr std::int64_t kClaimDivisor = 8;
 
-// A thread's share of granules, [front, back): its owner takes from the front, threads that
-// finished their own share take from the back. Both ends live in one atomic word so a granule is
-// never taken twice.
+// A thread's share of granules, [front, back): its owner claims from the front; a thread that
+// ran out of work takes the back half and makes it its own share. Both ends live in one atomic
+// word so a granule is never taken twice.
 class alignas(64) GranuleRange {
  public:
   void reset(std::int64_t begin, std::int64_t end) {
     bounds_.store(pack(begin, end), std::memory_order_relaxed);
   }
-  // The first of up to `count` granules, or -1 when none is left; the claim ends at
+  // The first granule of the owner's next claim, or -1 when none is left; the claim ends at
   // claimed_end(), before any granule another thread took.
-  std::int64_t take_front(std::int64_t count) {
+  std::int64_t take_front() {
     std::uint64_t bounds = bounds_.load(std::memory_order_relaxed);
     for (;;) {
       const std::int64_t front = front_of(bounds), back = back_of(bounds);
       if (front >= back) return -1;
+      const std::int64_t count = std::max(kOwnerGranules, (back - front) / kClaimDivisor);
       const std::int64_t next = std::min(front + count, back);
       if (bounds_.compare_exchange_weak(bounds, pack(next, back), std::memory_order_relaxed)) {
         claimed_end_ = next;
@@ -51,13 +58,16 @@ class alignas(64) GranuleRange {
     }
   }
   std::int64_t claimed_end() const { return claimed_end_; }
-  std::int64_t take_back() {
+  // The back half of what is left (the larger half when odd), as [first, second); empty when
+  // nothing is.
+  std::pair<std::int64_t, std::int64_t> take_back_half() {
     std::uint64_t bounds = bounds_.load(std::memory_order_relaxed);
     for (;;) {
       const std::int64_t front = front_of(bounds), back = back_of(bounds);
-      if (front >= back) return -1;
-      if (bounds_.compare_exchange_weak(bounds, pack(front, back - 1), std::memory_order_relaxed)) {
-        return back - 1;
+      if (front >= back) return {0, 0};
+      const std::int64_t middle = front + (back - front) / 2;
+      if (bounds_.compare_exchange_weak(bounds, pack(front, middle), std::memory_order_relaxed)) {
+        return {middle, back};
       }
     }
   }
@@ -79,8 +89,10 @@ class alignas(64) GranuleRange {
 
 // Runs compute(thread_args, first_granule, end_granule) over granules [0, granules), on the pool
 // or, when `small`, on the caller alone. Each thread starts on its own contiguous share and, once
-// done, takes single granules from the back of the others' shares: on a shared host one core
+// done, takes the back half of another's remaining share as its own: on a shared host one core
 // often runs slower for a while, and a static split made the other wait for it at every matmul.
+// (Taking single granules instead cost an atomic exchange on the owner's cache line per granule,
+// about a tenth of a single-token step's time outside the kernels.)
 template <class Compute>
 void run_granules(ThreadPool& pool, MatmulWorkspace& workspace, std::int64_t granules, bool small,
                   const KernelArgs& args, Compute&& compute) {
@@ -98,13 +110,18 @@ void run_granules(ThreadPool& pool, MatmulWorkspace& workspace, std::int64_t gra
     thread_args.scratch = workspace.thread_scratch(thread_index);
     thread_args.scratch_bytes = workspace.thread_scratch_bytes();
     GranuleRange& own = shares[static_cast<std::size_t>(thread_index)];
-    for (std::int64_t g; (g = own.take_front(kOwnerGranules)) >= 0;) {
-      compute(thread_args, g, own.claimed_end());
-    }
-    for (int other = 1; other < thread_count; ++other) {
-      GranuleRange& victim =
-          shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
-      for (std::int64_t g; (g = victim.take_back()) >= 0;) compute(thread_args, g, g + 1);
+    for (bool working = true; working;) {
+      for (std::int64_t g; (g = own.take_front()) >= 0;) compute(thread_args, g, own.claimed_end());
+      working = false;
+      for (int other = 1; other < thread_count && !working; ++other) {
+        GranuleRange& victim =
+            shares[static_cast<std::size_t>((thread_index + other) % thread_count)];
+        const auto [first, end] = victim.take_back_half();
+        if (first < end) {
+          own.reset(first, end);
+          working = true;
+        }
+      }
     }
   };
   if (small) {

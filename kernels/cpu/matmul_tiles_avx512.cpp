@@ -149,7 +149,8 @@ std::int64_t vnni_tiled_rows(const KernelArgs& args, std::int64_t row_begin, std
   const std::int64_t end = std::min(row_end, w.tiled_rows);
   if (w.tiles == nullptr || row_begin % kQ8TileRows != 0 || row_begin >= end) return row_begin;
   const auto row_bytes = static_cast<std::int64_t>(w.row_bytes);
-  Prefetcher prefetcher(w.tiles + row_begin * row_bytes, w.tiles + end * row_bytes);
+  // Ahead into the rows after this claim too: a thread's next claim usually starts there.
+  Prefetcher prefetcher(w.tiles + row_begin * row_bytes, w.tiles + w.tiled_rows * row_bytes);
   const std::int64_t chunks = (args.tokens + kMaxTokens - 1) / kMaxTokens;
   std::int64_t r = row_begin;
   for (; r + kQ8TileRows <= end; r += kQ8TileRows) {

@@ -36,4 +36,13 @@ void apply_rope(float* x, std::int64_t tokens, std::int64_t row_stride, int n_he
                 const std::int32_t* positions, std::span<const float> inverse_frequencies,
                 RopeLayout layout, float magnitude = 1.0f);
 
+// apply_rope in two halves, so that a forward pass computes each token's angles once for all its
+// layers: rope_angles writes cosines and sines [tokens][inverse_frequencies.size()] (the values
+// apply_rope uses), and rotate_pairs rotates with them, bit for bit as apply_rope does.
+void rope_angles(const std::int32_t* positions, std::int64_t tokens,
+                 std::span<const float> inverse_frequencies, float magnitude, float* cosines,
+                 float* sines);
+void rotate_pairs(float* x, std::int64_t tokens, std::int64_t row_stride, int n_heads, int head_dim,
+                  const float* cosines, const float* sines, std::size_t pairs, RopeLayout layout);
+
 }  // namespace tern::kernels

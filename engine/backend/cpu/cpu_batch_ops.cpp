@@ -95,6 +95,8 @@ CpuBatchOps::CpuBatchOps(const ModelWeights& weights, const ModelTables& tables,
   gate_.resize(tokens * ffn);
   up_.resize(tokens * ffn);
   logit_rows_.resize(static_cast<std::size_t>(buffers.max_logit_rows) * hidden);
+  rope_cosines_.resize(tokens * tables.rope_inverse_frequencies.size());
+  rope_sines_.resize(rope_cosines_.size());
   const bool latent = shape.kv_lora_rank > 0;
   const int attention_head_dim = latent ? static_cast<int>(shape.latent_width()) : shape.head_dim;
   for (int thread = 0; thread < pool.size(); ++thread) {
@@ -161,6 +163,7 @@ void CpuBatchOps::begin(const BatchPlan& plan, std::span<float> logits) {
   logits_ = logits.data();
   expert_bytes_read_ = 0;
   logit_rows_count_ = plan.num_logit_rows();
+  rope_angles_ready_ = false;
 }
 
 float* CpuBatchOps::data(Activation activation) {
@@ -283,9 +286,22 @@ void CpuBatchOps::add_bias(VectorRef bias, Activation rows_of) {
 }
 
 void CpuBatchOps::rope(Activation rows_of, std::int32_t heads) {
-  kernels::apply_rope(data(rows_of), rows(rows_of), width(rows_of), heads, shape_.head_dim,
-                      plan_->positions.data(), tables_.rope_inverse_frequencies,
-                      tables_.rope_layout, tables_.rope_magnitude);
+  rotate(data(rows_of), rows(rows_of), width(rows_of), heads, shape_.head_dim);
+}
+
+void CpuBatchOps::rotate(float* rows_of, std::int64_t tokens, std::int64_t row_stride, int heads,
+                         int head_dim) {
+  const std::span<const float> frequencies = tables_.rope_inverse_frequencies;
+  if (!rope_angles_ready_) {
+    const auto step_tokens = static_cast<std::int64_t>(plan_->positions.size());
+    assert(step_tokens * static_cast<std::int64_t>(frequencies.size()) <=
+           static_cast<std::int64_t>(rope_cosines_.size()));
+    kernels::rope_angles(plan_->positions.data(), step_tokens, frequencies, tables_.rope_magnitude,
+                         rope_cosines_.data(), rope_sines_.data());
+    rope_angles_ready_ = true;
+  }
+  kernels::rotate_pairs(rows_of, tokens, row_stride, heads, head_dim, rope_cosines_.data(),
+                        rope_sines_.data(), frequencies.size(), tables_.rope_layout);
 }
 
 void CpuBatchOps::store_kv(std::int32_t layer, Activation k, Activation v) {
@@ -331,8 +347,11 @@ void CpuBatchOps::paged_attention(std::int32_t layer, Activation q, Activation o
 void CpuBatchOps::run_attention_items(std::int64_t heads, std::int64_t head_dim,
                                       kernels::FunctionRef<void(int, int)> items) {
   // Query-key products of the step: at short contexts a decode step's attention is less work
-  // than waking the pool. Which thread runs an item does not change its arithmetic.
-  constexpr std::int64_t kInlineMultiplyAdds = 64 * 1024;
+  // than waking the pool. Which thread runs an item does not change its arithmetic. (The
+  // workers spin between the jobs of a step, so a wake-up costs about a microsecond; a decode
+  // step's attention over 16 heads of 64 passes that from a context of about 16, its keys and
+  // values read from memory.)
+  constexpr std::int64_t kInlineMultiplyAdds = 16 * 1024;
   std::int64_t multiply_adds = 0;
   for (const SequenceChunk& chunk : plan_->sequences) {
     multiply_adds += std::int64_t{chunk.token_count} * (chunk.first_position + chunk.token_count);

@@ -142,6 +142,9 @@ class CpuBatchOps final : public BatchOps {
   // thread alone when the step's query-key products are few.
   void run_attention_items(std::int64_t heads, std::int64_t head_dim,
                            kernels::FunctionRef<void(int, int)> items);
+  // Rotary embedding of [tokens][heads * head_dim] rows, row_stride apart, at the step's
+  // positions; the angles are computed once a step, at the first call, for every layer.
+  void rotate(float* rows, std::int64_t tokens, std::int64_t row_stride, int heads, int head_dim);
   void allocate_expert_buffers();
   void allocate_latent_buffers();
   // Rows of [tokens][heads * head_width] floats, row_stride apart; head h's slice starts at
@@ -172,6 +175,8 @@ class CpuBatchOps final : public BatchOps {
   std::vector<float> x_, normed_, q_, k_, v_, attention_, projected_, gate_, up_, logit_rows_;
   std::vector<float> router_logits_, shared_gate_, shared_up_, shared_out_, q_lora_, latent_;
   std::vector<kernels::AttentionScratch> attention_scratch_;
+  std::vector<float> rope_cosines_, rope_sines_;  // [tokens][pairs] of the step
+  bool rope_angles_ready_ = false;
 
   // Mixture of experts: the routing of the current layer, tokens grouped by expert, and the
   // experts' rows. Slot s = the s-th (token, expert) pair in expert order.

@@ -93,9 +93,7 @@ void CpuBatchOps::store_latent_kv(std::int32_t layer, Activation latent) {
       kernels::rms_norm(rows_of + t * width, norm, rows_of + t * width, 1, kv_lora, eps);
     }
   });
-  kernels::apply_rope(rows_of + kv_lora, tokens, width, 1, static_cast<int>(width),
-                      plan_->positions.data(), tables_.rope_inverse_frequencies,
-                      tables_.rope_layout, tables_.rope_magnitude);
+  rotate(rows_of + kv_lora, tokens, width, 1, static_cast<int>(width));
   KvPools& pools = kv_pools_[static_cast<std::size_t>(layer)];
   for (const SequenceChunk& chunk : plan_->sequences) {
     kernels::store_kv(rows_of + chunk.token_begin * width, width, nullptr, 0, chunk.token_count,
@@ -117,10 +115,8 @@ void CpuBatchOps::latent_attention(std::int32_t layer, Activation q, Activation 
   const std::int64_t width = shape_.latent_width();
   const std::int64_t value = shape_.value_head_dim;
   float* queries = data(q);
-  kernels::apply_rope(queries + nope, tokens, heads * query_head, static_cast<int>(heads),
-                      static_cast<int>(query_head), plan_->positions.data(),
-                      tables_.rope_inverse_frequencies, tables_.rope_layout,
-                      tables_.rope_magnitude);
+  rotate(queries + nope, tokens, heads * query_head, static_cast<int>(heads),
+         static_cast<int>(query_head));
 
   // Absorbed query per head: [k_absorb * q_nope (kv_lora), q_rope (rope)].
   per_head_matmul(matrices.k_absorb, {queries, query_head, heads * query_head},

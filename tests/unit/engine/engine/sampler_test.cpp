@@ -23,6 +23,34 @@ TEST(SamplerTest, GreedyTakesTheLowestIdOfTheLargestLogit) {
   EXPECT_EQ(argmax(logits_of({-1, -2})), 0);
 }
 
+// argmax reads a row in vector lanes; it must answer as the one-at-a-time scan does: the first
+// of equal maxima, wherever it falls among the lanes and the tail, and NaN only at element 0.
+TEST(SamplerTest, ArgmaxAnswersAsAScanForEveryLengthAndPlace) {
+  const auto scan = [](const std::vector<float>& row) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < row.size(); ++i) {
+      if (row[i] > row[best]) best = i;
+    }
+    return static_cast<std::int32_t>(best);
+  };
+  const float nan = std::nanf("");
+  for (std::size_t length = 1; length <= 70; ++length) {
+    for (std::size_t place = 0; place < length; ++place) {
+      std::vector<float> row(length);
+      for (std::size_t i = 0; i < length; ++i) row[i] = static_cast<float>((i * 7) % 5) - 3.0f;
+      row[place] = 9.0f;
+      if (place + 3 < length) row[place + 3] = 9.0f;  // a later tie
+      if (place > 0) row[place - 1] = nan;
+      if (place + 1 < length) row[place + 1] = -INFINITY;
+      ASSERT_EQ(argmax(row), scan(row)) << "length " << length << " place " << place;
+    }
+  }
+  EXPECT_EQ(argmax(logits_of({nan, 1, 2})), 0);
+  EXPECT_EQ(argmax(logits_of({-INFINITY, -INFINITY})), 0);
+  EXPECT_EQ(argmax(logits_of({-0.0f, 0.0f})), 0);
+  EXPECT_EQ(argmax({}), 0);
+}
+
 TEST(SamplerTest, TopKOneIsGreedy) {
   Sampler sampler({.temperature = 2.0f, .top_k = 1});
   for (int i = 0; i < 20; ++i) EXPECT_EQ(sampler.sample(logits_of({0, 5, 1})), 1);
