@@ -104,7 +104,7 @@ struct Avx512Ops {
   }
 
   // Each value row is converted once for all heads; every accumulator lane adds its keys in
-  // order, as accumulate() does.
+  // key order.
   static void accumulate_values(float* accumulators, int heads, int value_dim, const float* weights,
                                 const Element* values, int count, int stride, float* staging) {
     constexpr int kChunkStride = kAttentionStagedRows * 16;

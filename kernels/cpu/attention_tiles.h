@@ -5,14 +5,13 @@
 // instantiation stays private to its translation unit and no wide-instruction copy is shared with
 // baseline code):
 //   using Element;                                     // float or std::uint16_t (f16/bf16 bits)
-//   static float dot(const float* q, const Element* key, int head_dim);
 //   static float exp_and_sum(float* scores, int count, float maximum);  // in place: e^(s - max)
+// one key and one head at a time:
+//   static float dot(const float* q, const Element* key, int head_dim);
 //   static void accumulate(float* accumulator, const float* weights, const Element* values,
 //                          int count, int stride, int value_dim);
 //       // accumulator[0 .. value_dim) += sum_t w[t] * values[t * stride + 0 .. value_dim)
-// and optionally, where a variant does the work of all heads of a pass at once (its arithmetic
-// per head and key free to differ from dot / accumulate):
-//   static float maximum_of(const float* scores, int count);   // count >= 1
+// or, in their place, all heads of a pass at once:
 //   static void score_keys(const float* queries, int heads, int head_dim, const Element* keys,
 //                          int count, float scale, float* scores, float* staging);
 //       // scores[h * kAttentionKeyTile + t] = dot(query h, key t) * scale, t < count
@@ -20,7 +19,8 @@
 //                                 const float* weights, const Element* values, int count,
 //                                 int stride, float* staging);
 //       // accumulator h += sum_t weights[h * kAttentionKeyTile + t] * value t, in key order
-// with `staging` room for kAttentionStagedRows rows of head_dim floats.
+// with `staging` room for kAttentionStagedRows rows of head_dim floats; and optionally
+//   static float maximum_of(const float* scores, int count);   // count >= 1
 // Each operation must treat a key or a dimension alike wherever it sits, which the tiling below
 // relies on for batch invariance.
 

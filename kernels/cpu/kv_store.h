@@ -31,4 +31,8 @@ void store_kv(const float* k, std::int64_t k_stride, const float* v, std::int64_
               std::int64_t tokens, const std::int32_t* positions, const std::int32_t* block_table,
               const KvCacheLayout& layout, void* k_pool, void* v_pool);
 
+// f32 to f16 of `count` values exactly as f32_to_f16 (kernels/cpu/half.h) converts each: the
+// AVX-512 variant store_kv uses where the CPU has it, for tests and benchmarks.
+void f32_to_f16_row_avx512(const float* source, std::int64_t count, std::uint16_t* out);
+
 }  // namespace tern::kernels

@@ -67,6 +67,51 @@ TEST(Half, MatchesF16cHardware) {
   EXPECT_TRUE(is_nan_f16(f32_to_f16(NAN)));
 }
 
+// store_kv's vector conversion gives f32_to_f16's bits for every value, NaN payloads and signs
+// included, in the sixteen-value body and in the tail alike.
+TEST(Half, RowConversionMatchesTheScalarOneBitForBit) {
+  if (!cpu_features().has_avx512()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(47);
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               65504.0f,
+                               65520.0f,
+                               0x1p-24f,
+                               0x1p-25f,
+                               0x1.8p-25f,
+                               1.0f + 0x1p-11f,
+                               INFINITY,
+                               -INFINITY,
+                               NAN,
+                               -NAN,
+                               std::bit_cast<float>(0x7f800001u),
+                               std::bit_cast<float>(0xffbfffffu),
+                               std::bit_cast<float>(0x7fc01234u)};
+  for (int i = 0; i < 1000000; ++i) {
+    const std::uint32_t exponent = 97 + rng() % 50;
+    values.push_back(
+        std::bit_cast<float>((static_cast<std::uint32_t>(rng()) & 0x807fffffu) | (exponent << 23)));
+    if (i % 1000 == 0) {  // a NaN, with a random payload and sign
+      const auto payload = static_cast<std::uint32_t>(rng()) & 0x807fffffu;
+      values.push_back(std::bit_cast<float>(0x7f800000u | payload | 1u));
+    }
+  }
+  std::vector<std::uint16_t> converted(values.size());
+  f32_to_f16_row_avx512(values.data(), static_cast<std::int64_t>(values.size()), converted.data());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(converted[i], f32_to_f16(values[i])) << std::bit_cast<std::uint32_t>(values[i]);
+  }
+  for (std::int64_t length = 0; length <= 40; ++length) {  // every tail length, from offset 3
+    std::vector<std::uint16_t> row(static_cast<std::size_t>(length) + 1, 0xabcd);
+    f32_to_f16_row_avx512(values.data() + 3, length, row.data());
+    for (std::int64_t i = 0; i < length; ++i) {
+      ASSERT_EQ(row[static_cast<std::size_t>(i)],
+                f32_to_f16(values[static_cast<std::size_t>(i + 3)]));
+    }
+    EXPECT_EQ(row.back(), 0xabcd) << "wrote past " << length;
+  }
+}
+
 // bf16 keeps f32's exponent: rounding to nearest even in the top 16 bits.
 TEST(Half, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80u);
