@@ -308,22 +308,20 @@ Error grammar_error(std::string message) {
   return Error{std::move(message), ErrorKind::invalid_field};
 }
 
+// Sorts `edges` by key(edge) and drops repeats of a key.
+template <class Edge, class Key>
+void sort_unique_by(std::vector<Edge>& edges, Key key) {
+  std::sort(edges.begin(), edges.end(),
+            [&](const Edge& a, const Edge& b) { return key(a) < key(b); });
+  edges.erase(std::unique(edges.begin(), edges.end(),
+                          [&](const Edge& a, const Edge& b) { return key(a) == key(b); }),
+              edges.end());
+}
+
 // Edges in order, each once.
 void sort_unique(std::vector<ByteEdge>& bytes, std::vector<CallEdge>& calls) {
-  const auto byte_key = [](const ByteEdge& e) { return std::tie(e.first, e.last, e.target); };
-  const auto call_key = [](const CallEdge& e) { return std::tie(e.rule, e.return_state); };
-  std::sort(bytes.begin(), bytes.end(),
-            [&](const ByteEdge& a, const ByteEdge& b) { return byte_key(a) < byte_key(b); });
-  bytes.erase(
-      std::unique(bytes.begin(), bytes.end(),
-                  [&](const ByteEdge& a, const ByteEdge& b) { return byte_key(a) == byte_key(b); }),
-      bytes.end());
-  std::sort(calls.begin(), calls.end(),
-            [&](const CallEdge& a, const CallEdge& b) { return call_key(a) < call_key(b); });
-  calls.erase(
-      std::unique(calls.begin(), calls.end(),
-                  [&](const CallEdge& a, const CallEdge& b) { return call_key(a) == call_key(b); }),
-      calls.end());
+  sort_unique_by(bytes, [](const ByteEdge& e) { return std::tie(e.first, e.last, e.target); });
+  sort_unique_by(calls, [](const CallEdge& e) { return std::tie(e.rule, e.return_state); });
 }
 
 // The automaton without empty moves: each kept state takes the edges and finality of every

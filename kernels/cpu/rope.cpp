@@ -118,28 +118,21 @@ void rope_angles(const std::int32_t* positions, std::int64_t tokens,
 void rotate_pairs(float* x, std::int64_t tokens, std::int64_t row_stride, int n_heads, int head_dim,
                   const float* cosines, const float* sines, std::size_t pairs, RopeLayout layout) {
   assert(static_cast<int>(2 * pairs) <= head_dim);
+  // neox pairs dimension i with i + rotary_dim/2; interleaved pairs 2i with 2i+1.
+  const std::size_t first_stride = layout == RopeLayout::neox ? 1 : 2;
+  const std::size_t partner_offset = layout == RopeLayout::neox ? pairs : 1;
   for (std::int64_t token = 0; token < tokens; ++token) {
     const float* token_cosines = cosines + token * static_cast<std::int64_t>(pairs);
     const float* token_sines = sines + token * static_cast<std::int64_t>(pairs);
     float* row = x + token * row_stride;
     for (int head = 0; head < n_heads; ++head) {
       float* dims = row + static_cast<std::int64_t>(head) * head_dim;
-      // neox pairs dimension i with i + rotary_dim/2 (two runs the loop reads as vectors);
-      // interleaved pairs 2i with 2i+1.
-      if (layout == RopeLayout::neox) {
-        float* firsts = dims;
-        float* seconds = dims + pairs;
-        for (std::size_t i = 0; i < pairs; ++i) {
-          const float a = firsts[i], b = seconds[i];
-          firsts[i] = a * token_cosines[i] - b * token_sines[i];
-          seconds[i] = a * token_sines[i] + b * token_cosines[i];
-        }
-      } else {
-        for (std::size_t i = 0; i < pairs; ++i) {
-          const float a = dims[2 * i], b = dims[2 * i + 1];
-          dims[2 * i] = a * token_cosines[i] - b * token_sines[i];
-          dims[2 * i + 1] = a * token_sines[i] + b * token_cosines[i];
-        }
+      for (std::size_t i = 0; i < pairs; ++i) {
+        float& first = dims[i * first_stride];
+        float& second = dims[i * first_stride + partner_offset];
+        const float a = first, b = second;
+        first = a * token_cosines[i] - b * token_sines[i];
+        second = a * token_sines[i] + b * token_cosines[i];
       }
     }
   }
