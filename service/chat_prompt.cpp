@@ -38,7 +38,10 @@ Value with_parsed_arguments(const Value& call) {
 openai::ApiResult<Value> message_value(const openai::ChatMessage& message, std::size_t index) {
   ValueDict entries;
   entries.set("role", Value::string(std::string(openai::role_name(message.role))));
-  entries.set("content", message.content ? Value::string(*message.content) : Value::none());
+  // A message without text (an assistant turn that only calls tools) is "" to the template, as
+  // vLLM and llama.cpp's server give it: templates read content as a string ('</think>' in
+  // content, content | trim) and fail on none.
+  entries.set("content", Value::string(message.content.value_or(std::string())));
   if (!message.name.empty()) entries.set("name", Value::string(message.name));
   if (!message.tool_calls_json.empty()) {
     auto calls = engine::chat::parse_json_value(message.tool_calls_json);

@@ -20,10 +20,10 @@ struct ChatPromptInput {
 };
 
 // Renders the conversation as transformers' apply_chat_template does: messages (tool calls with
-// their arguments parsed, as vLLM passes them), tools, add_generation_prompt and the kwargs as
-// top-level variables. A template that raises is the client's fault: 400 with its message.
-// Tools on a model whose template never reads `tools` are refused (400, param `tools`) rather
-// than dropped from the prompt.
+// their arguments parsed and missing content as "", as vLLM passes them), tools,
+// add_generation_prompt and the kwargs as top-level variables. A template that raises is the
+// client's fault: 400 with its message. Tools on a model whose template never reads `tools` are
+// refused (400, param `tools`) rather than dropped from the prompt.
 openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
                                                   const ChatPromptInput& input);
 
