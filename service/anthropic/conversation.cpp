@@ -1,5 +1,8 @@
 #include "service/anthropic/conversation.h"
 
+#include <set>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "service/openai/json_writer.h"
@@ -10,6 +13,9 @@ namespace {
 using openai::ChatMessage;
 using openai::ChatRole;
 using openai::invalid_request;
+
+// The ids of the tool_use blocks seen so far: a tool_result must answer one of them.
+using ToolUseIds = std::set<std::string, std::less<>>;
 
 ChatMessage message_of(ChatRole role, std::string text) {
   ChatMessage message;
@@ -94,10 +100,11 @@ json::Check read_text(const json::element& value, const std::string& param, std:
 
 // {"id","type":"function","function":{"name","arguments"}}, arguments as JSON text.
 json::Check write_tool_call(json::object& fields, const std::string& param,
-                            openai::JsonWriter& calls) {
+                            openai::JsonWriter& calls, ToolUseIds& tool_use_ids) {
   std::string id;
   std::string name;
   if (json::Check error = read_required_string(fields, "id", param, id)) return error;
+  tool_use_ids.insert(id);
   if (json::Check error = read_required_string(fields, "name", param, name)) return error;
   json::element input;
   if (fields["input"].get(input) != simdjson::SUCCESS) {
@@ -111,7 +118,7 @@ json::Check write_tool_call(json::object& fields, const std::string& param,
 }
 
 json::Check read_assistant_blocks(const json::array& blocks, const std::string& param,
-                                  std::vector<ChatMessage>& messages) {
+                                  std::vector<ChatMessage>& messages, ToolUseIds& tool_use_ids) {
   ChatMessage message;
   message.role = ChatRole::assistant;
   std::string text;
@@ -143,7 +150,9 @@ json::Check read_assistant_blocks(const json::array& blocks, const std::string& 
     } else if (type == "redacted_thinking") {
       continue;  // encrypted by Anthropic: no text a template could show
     } else if (type == "tool_use") {
-      if (json::Check error = write_tool_call(fields, block_param, calls)) return error;
+      if (json::Check error = write_tool_call(fields, block_param, calls, tool_use_ids)) {
+        return error;
+      }
       has_calls = true;
     } else {
       return unsupported_block(block_param, type, "in an assistant message");
@@ -158,7 +167,7 @@ json::Check read_assistant_blocks(const json::array& blocks, const std::string& 
 }
 
 json::Check read_user_blocks(const json::array& blocks, const std::string& param,
-                             std::vector<ChatMessage>& messages) {
+                             std::vector<ChatMessage>& messages, const ToolUseIds& tool_use_ids) {
   std::string text;
   bool has_text = false;
   bool wrote_any = false;
@@ -197,6 +206,15 @@ json::Check read_user_blocks(const json::array& blocks, const std::string& param
           return error;
         }
       }
+      // Anthropic's API refuses a result that answers no call; rendered, it would tell the model
+      // of a call it never made.
+      if (!tool_use_ids.contains(result.tool_call_id)) {
+        return invalid_request(block_param + ".tool_use_id",
+                               fmt::format("tool_result block answers tool_use_id '{}', which no "
+                                           "earlier tool_use block has",
+                                           result.tool_call_id),
+                               "invalid_value");
+      }
       result.content = std::move(content);
       messages.push_back(std::move(result));
       wrote_any = true;
@@ -210,7 +228,7 @@ json::Check read_user_blocks(const json::array& blocks, const std::string& param
 }
 
 json::Check read_message(const json::element& value, std::size_t index,
-                         std::vector<ChatMessage>& messages) {
+                         std::vector<ChatMessage>& messages, ToolUseIds& tool_use_ids) {
   const std::string param = fmt::format("messages[{}]", index);
   json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
@@ -243,8 +261,8 @@ json::Check read_message(const json::element& value, std::size_t index,
   if (content.get_array().get(blocks) != simdjson::SUCCESS) {
     return json::wrong_type(content_param, "string or array of content blocks", content);
   }
-  return assistant ? read_assistant_blocks(blocks, content_param, messages)
-                   : read_user_blocks(blocks, content_param, messages);
+  return assistant ? read_assistant_blocks(blocks, content_param, messages, tool_use_ids)
+                   : read_user_blocks(blocks, content_param, messages, tool_use_ids);
 }
 
 }  // namespace
@@ -265,9 +283,10 @@ json::Check read_messages(const json::element& value, std::vector<ChatMessage>& 
     return invalid_request("messages", "'messages' must contain at least one message",
                            "invalid_value");
   }
+  ToolUseIds tool_use_ids;
   std::size_t index = 0;
   for (json::element item : items) {
-    if (json::Check error = read_message(item, index++, messages)) return error;
+    if (json::Check error = read_message(item, index++, messages, tool_use_ids)) return error;
   }
   return std::nullopt;
 }

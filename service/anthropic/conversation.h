@@ -17,7 +17,8 @@ json::Check read_system(const json::element& value, std::vector<openai::ChatMess
 // `messages`, appended. In an assistant turn, text blocks become its content, thinking blocks
 // its reasoning_content and tool_use blocks its tool_calls (OpenAI-shaped, as templates expect).
 // In a user turn, each tool_result becomes a tool message and the text around them user
-// messages, in their order. Images and documents are refused: tern has no vision.
+// messages, in their order; a tool_result must answer a tool_use of an earlier turn. Images and
+// documents are refused: tern has no vision.
 json::Check read_messages(const json::element& value, std::vector<openai::ChatMessage>& messages);
 
 }  // namespace tern::service::anthropic

@@ -35,7 +35,9 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
         {"type": "redacted_thinking", "data": "xyz"},
         {"type": "text", "text": "Checking."},
         {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
-         "input": {"city": "Paris", "days": [1, 2]}}]},
+         "input": {"city": "Paris", "days": [1, 2]}},
+        {"type": "tool_use", "id": "toolu_2", "name": "noop", "input": {}},
+        {"type": "tool_use", "id": "toolu_3", "name": "noop", "input": {}}]},
       {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny",
          "cache_control": {"type": "ephemeral"}},
@@ -89,7 +91,9 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
   EXPECT_EQ(messages[2].reasoning_content, "use the tool");
   EXPECT_EQ(messages[2].tool_calls_json,
             R"([{"id":"toolu_1","type":"function","function":{"name":"get_weather",)"
-            R"("arguments":"{\"city\":\"Paris\",\"days\":[1,2]}"}}])");
+            R"("arguments":"{\"city\":\"Paris\",\"days\":[1,2]}"}},)"
+            R"({"id":"toolu_2","type":"function","function":{"name":"noop","arguments":"{}"}},)"
+            R"({"id":"toolu_3","type":"function","function":{"name":"noop","arguments":"{}"}}])");
   EXPECT_EQ(messages[3].role, ChatRole::tool);
   EXPECT_EQ(messages[3].tool_call_id, "toolu_1");
   EXPECT_EQ(messages[3].content, "sunny");
@@ -99,6 +103,38 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
   EXPECT_EQ(messages[5].content, "");
   EXPECT_EQ(messages[6].role, ChatRole::user);
   EXPECT_EQ(messages[6].content, "thanks");
+}
+
+// A tool_result must answer a tool_use of an earlier assistant turn: one naming no call (or a
+// call made only later) was accepted silently and rendered as the answer to a call never made.
+TEST(AnthropicRequestTest, ToolResultNamingNoEarlierToolUseIsRefused) {
+  const std::string call =
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"f",)"
+      R"("input":{}}]})";
+  auto result_of = [](std::string_view id) {
+    return std::string(R"({"role":"user","content":[{"type":"text","text":"so"},)") +
+           R"({"type":"tool_result","tool_use_id":")" + std::string(id) + R"(","content":"1"}]})";
+  };
+  auto conversation = [](std::initializer_list<std::string> turns) {
+    std::string body = R"({"max_tokens":1,"messages":[{"role":"user","content":"go"})";
+    for (const std::string& turn : turns) body += "," + turn;
+    return body + "]}";
+  };
+  expect_rejected(conversation({call, result_of("toolu_2")}), "messages[2].content[1].tool_use_id");
+  expect_rejected(conversation({result_of("toolu_1"), call}), "messages[1].content[1].tool_use_id");
+  const auto unknown = parse_messages_request(conversation({call, result_of("toolu_x")}));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'toolu_x'"), std::string::npos)
+      << unknown.error().message;
+  // count_tokens reads the same conversation.
+  const auto counted = parse_count_tokens_request(conversation({call, result_of("toolu_2")}));
+  ASSERT_FALSE(counted.ok());
+  EXPECT_EQ(counted.error().param, "messages[2].content[1].tool_use_id");
+  // An answer to a call of any earlier turn is fine.
+  const auto answered = parse_messages_request(
+      conversation({call, result_of("toolu_1"), R"({"role":"assistant","content":"ok"})",
+                    result_of("toolu_1")}));
+  EXPECT_TRUE(answered.ok()) << answered.error().message;
 }
 
 TEST(AnthropicRequestTest, SystemStringComesFirstWhereverItIsInTheBody) {
