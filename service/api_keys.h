@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,8 +29,19 @@ class ApiKeys {
     return check(authorization) == Verdict::allowed;
   }
 
+  // Who a request is, whichever header carried its key: "key:N" for the Nth configured key (so
+  // the identity names no secret, and is the same for `Authorization: Bearer K` and
+  // `x-api-key: K`); empty when keys are off or the headers hold no configured key. Admission's
+  // per-client share and the owner of a stored response are this identity.
+  std::string identity(std::string_view authorization, std::string_view x_api_key) const;
+
  private:
   Verdict check_key(std::string_view key) const;
+  // The index of the configured key equal to `key` (trimmed), found in time that does not
+  // depend on which key matches; nullopt for none.
+  std::optional<std::size_t> matching_key(std::string_view key) const;
+  // The key the headers carry, with check()'s precedence: a Bearer key wins.
+  static std::string_view presented_key(std::string_view authorization, std::string_view x_api_key);
 
   std::vector<std::string> keys_;
 };

@@ -250,10 +250,19 @@ void read_timeouts(const Reader& r, const YAML::Node& node, ServerTimeouts& time
 
 void read_responses_store(const Reader& r, const YAML::Node& node, ResponsesStoreConfig& store) {
   const std::string base = "server.responses_store";
-  r.expect_keys(node, base, {"max_responses", "ttl_s"});
+  r.expect_keys(node, base, {"max_responses", "max_bytes", "max_share_per_key", "ttl_s"});
   if (const YAML::Node count = node["max_responses"]) {
     store.max_responses = r.int32(count, base + ".max_responses");
     if (store.max_responses < 0) r.fail(count, base + ".max_responses", "must be >= 0");
+  }
+  if (const YAML::Node bytes = node["max_bytes"]) {
+    store.max_bytes = r.bytes(bytes, base + ".max_bytes");
+  }
+  if (const YAML::Node share = node["max_share_per_key"]) {
+    store.max_share_per_key = r.number(share, base + ".max_share_per_key");
+    if (store.max_share_per_key <= 0 || store.max_share_per_key > 1) {
+      r.fail(share, base + ".max_share_per_key", "must be in (0, 1]");
+    }
   }
   if (const YAML::Node ttl = node["ttl_s"]) {
     store.ttl_s = r.number(ttl, base + ".ttl_s");
@@ -687,6 +696,8 @@ std::string dump_config(const Config& config) {
   out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "level" << YAML::Value << config.logging.level;
   out << YAML::Key << "format" << YAML::Value
+  out << YAML::Key << "max_bytes" << YAML::Value << s.responses_store.max_bytes;
+  out << YAML::Key << "max_share_per_key" << YAML::Value << s.responses_store.max_share_per_key;
       << (config.logging.format == LogFormat::json ? "json" : "text");
   out << YAML::EndMap;
 

@@ -45,7 +45,9 @@ struct ServerTimeouts {
 // Responses-API answers kept in memory for previous_response_id and GET /v1/responses/{id}.
 struct ResponsesStoreConfig {
   int max_responses = 1000;  // the oldest goes first past this; 0 keeps none
-  double ttl_s = 3600;       // each is forgotten this long after it was made
+  std::uint64_t max_bytes = std::uint64_t{256} << 20;  // the whole store's memory
+  double max_share_per_key = 0.25;  // of both bounds, per API key; unused without api_keys
+  double ttl_s = 3600;              // each is forgotten this long after it was made
 };
 
 struct ServerConfig {

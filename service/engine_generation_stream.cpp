@@ -46,6 +46,7 @@ void EngineGenerationStream::convert(engine::RequestEvent& event) {
   GenerationEvent out;
   out.index = part.first_index + event.index;
   out.text = std::move(event.text);
+  if (event.token >= 0) ++delivered_tokens_;
   if (options_.logprobs && event.token >= 0) out.logprobs.push_back(token_logprob(event));
   if (event.finish_reason) {
     switch (*event.finish_reason) {
@@ -102,6 +103,13 @@ std::optional<GenerationEvent> EngineGenerationStream::try_next() {
   GenerationEvent event = std::move(pending_.front());
   pending_.pop_front();
   return event;
+}
+
+Usage EngineGenerationStream::usage_so_far() const {
+  Usage usage = usage_;
+  usage.prompt_tokens = options_.prompt_tokens;
+  usage.completion_tokens = delivered_tokens_;
+  return usage;
 }
 
 bool EngineGenerationStream::arm(engine::ChannelWaker& waker) {

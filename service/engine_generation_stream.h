@@ -41,6 +41,7 @@ class EngineGenerationStream final : public GenerationStream {
   bool disarm() override;
   void cancel() override;
   int prompt_tokens() const override { return options_.prompt_tokens; }
+  Usage usage_so_far() const override;
 
  private:
   void start_part();
@@ -54,7 +55,8 @@ class EngineGenerationStream final : public GenerationStream {
   std::size_t current_ = 0;
   std::size_t armed_part_ = 0;
   std::deque<GenerationEvent> pending_;
-  Usage usage_;
+  Usage usage_;                   // of the parts that are done
+  int delivered_tokens_ = 0;      // completion tokens taken from the engine, every part
   bool terminal_queued_ = false;  // done or error is in pending_ (or already delivered)
   bool cancelled_ = false;
 };

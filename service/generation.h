@@ -92,6 +92,11 @@ class GenerationStream {
   // The prompt's length in tokens, as tokenized before the request was queued (Anthropic's
   // message_start reports it before any output); 0 when unknown.
   virtual int prompt_tokens() const { return 0; }
+
+  // What the stream has delivered so far: the prompt and the completion tokens it has handed
+  // out. The access log reports this for a stream that ended before its `done` (a client that
+  // left, a drain that cut it), whose final usage never came.
+  virtual Usage usage_so_far() const { return Usage{prompt_tokens(), 0, 0, 0}; }
 };
 
 }  // namespace tern::service

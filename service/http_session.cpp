@@ -103,6 +103,13 @@ awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core, 
       use_awaitable);
 }
 
+// RFC 9112, 3.2: a 400 for an HTTP/1.1 request without Host, and for any request with more
+// than one. HTTP/1.0 had no Host, so a 1.0 request may go without.
+bool host_header_valid(const Request& request) {
+  const auto hosts = request.count(http::field::host);
+  return hosts == 1 || (hosts == 0 && request.version() < 11);
+}
+
 // Anthropic's clients read errors in Anthropic's shape; everyone else gets OpenAI's.
 ErrorEncoder error_encoder_for(Endpoint endpoint) {
   const bool is_anthropic =
@@ -110,13 +117,15 @@ ErrorEncoder error_encoder_for(Endpoint endpoint) {
   return is_anthropic ? &anthropic::error_body : &openai::encode_error;
 }
 
-// Who asks, for the per-client share of a model's waiting queue: the API key when keys are set
-// (an address may front many users behind one proxy), else the peer's address.
+// The key's identity when keys are set, whichever header carried the key; empty without keys.
+std::string key_identity(const ServerCore& core, const Request& request) {
+  return core.keys.identity(request[http::field::authorization], request["x-api-key"]);
+}
+
+// Who asks, for the per-client share of a model's waiting queue: the key's identity when keys
+// are set (an address may front many users behind one proxy), else the peer's address.
 std::string client_of(const ServerCore& core, beast::tcp_stream& stream, const Request& request) {
-  if (core.keys.enabled()) {
-    const auto authorization = request[http::field::authorization];
-    return std::string(authorization.empty() ? request["x-api-key"] : authorization);
-  }
+  if (core.keys.enabled()) return key_identity(core, request);
   boost::system::error_code ec;
   const tcp::endpoint peer = stream.socket().remote_endpoint(ec);
   return ec ? std::string() : peer.address().to_string();
@@ -140,6 +149,14 @@ awaitable<Reply> ready(ServerCore& core, const Request&, const RouteMatch&) {
 
 awaitable<Reply> metrics_text(ServerCore& core, const Request&, const RouteMatch&) {
   core.metrics.update_model_stats(core.models.stats(), core.models.unavailable());
+  const responses::ResponseStore::Stats store = core.responses.stats();
+  std::vector<std::pair<std::string_view, std::uint64_t>> evictions;
+  for (std::size_t reason = 0; reason < store.evictions.size(); ++reason) {
+    evictions.emplace_back(responses::ResponseStore::eviction_name(
+                               static_cast<responses::ResponseStore::Eviction>(reason)),
+                           store.evictions[reason]);
+  }
+  core.metrics.update_responses_store(store.responses, store.bytes, evictions);
   Reply reply = Reply::json(core.metrics.render());
   reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
   co_return reply;
@@ -182,15 +199,18 @@ awaitable<Reply> count_message_tokens(ServerCore& core, const Request& request, 
   co_return Reply::json(anthropic::encode_count_tokens(result->value().tokens.size()));
 }
 
-// A stored Responses answer (GET /v1/responses/{id}), and its deletion.
-awaitable<Reply> stored_response(ServerCore& core, const Request&, const RouteMatch& route) {
-  const auto stored = core.responses.get(route.path_parameter);
+// A stored Responses answer (GET /v1/responses/{id}), and its deletion. Another key's response
+// is the same 404 as one that never existed.
+awaitable<Reply> stored_response(ServerCore& core, const Request& request,
+                                 const RouteMatch& route) {
+  const auto stored = core.responses.get(route.path_parameter, key_identity(core, request));
   if (!stored) co_return Reply::error(responses::response_not_found(route.path_parameter));
   co_return Reply::json(stored->json);
 }
 
-awaitable<Reply> delete_response(ServerCore& core, const Request&, const RouteMatch& route) {
-  if (!core.responses.erase(route.path_parameter)) {
+awaitable<Reply> delete_response(ServerCore& core, const Request& request,
+                                 const RouteMatch& route) {
+  if (!core.responses.erase(route.path_parameter, key_identity(core, request))) {
     co_return Reply::error(responses::response_not_found(route.path_parameter));
   }
   co_return Reply::json(responses::encode_deleted(route.path_parameter));
@@ -261,6 +281,9 @@ struct AnthropicMessagesEndpoint {
 struct ResponsesEndpoint {
   struct Parsed : responses::ResponsesRequest {
     responses::ResponseStore* store = nullptr;  // set by prepare
+    std::string owner;  // the key's identity; "" without keys, where the store is one space
+    std::shared_ptr<const responses::StoredResponse> previous;
+    std::size_t previous_messages = 0;  // inserted from `previous` at conversation_start()
   };
   static constexpr std::string_view kIdPrefix = "resp";
   static openai::ApiResult<Parsed> parse(std::string_view body) {
@@ -272,28 +295,36 @@ struct ResponsesEndpoint {
   // instructions over), so the prompt repeats its prefix and the prefix cache serves it.
   static std::optional<openai::ApiError> prepare(ServerCore& core, Parsed& parsed) {
     parsed.store = &core.responses;
+    parsed.owner = core.keys.enabled() ? parsed.client : std::string();
     const std::optional<std::string>& previous_id = parsed.settings.previous_response_id;
     if (!previous_id) return std::nullopt;
-    const auto previous = core.responses.get(*previous_id);
-    if (!previous) return responses::response_not_found(*previous_id, "previous_response_id");
+    parsed.previous = core.responses.get(*previous_id, parsed.owner);
+    if (!parsed.previous) {
+      return responses::response_not_found(*previous_id, "previous_response_id");
+    }
+    std::vector<openai::ChatMessage> earlier = responses::conversation_of(*parsed.previous);
+    parsed.previous_messages = earlier.size();
     const auto at =
         parsed.messages.begin() + static_cast<std::ptrdiff_t>(parsed.conversation_start());
-    parsed.messages.insert(at, previous->conversation.begin(), previous->conversation.end());
+    parsed.messages.insert(at, std::make_move_iterator(earlier.begin()),
+                           std::make_move_iterator(earlier.end()));
     return std::nullopt;
   }
   static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
     return models.start_chat(parsed, model_id);
   }
+  // Keeps only this request's own input and its answer, linked to the response it continued.
   static responses::ResponseFinished saver(const Parsed& parsed) {
     if (!parsed.settings.store || parsed.store == nullptr) return nullptr;
-    std::vector<openai::ChatMessage> conversation(
-        parsed.messages.begin() + static_cast<std::ptrdiff_t>(parsed.conversation_start()),
-        parsed.messages.end());
-    return [store = parsed.store, conversation = std::move(conversation)](
-               const std::string& id, const std::string& json,
-               const std::vector<responses::OutputItem>& output) mutable {
-      conversation.push_back(responses::assistant_message(output));
-      store->put(id, responses::StoredResponse{json, std::move(conversation)});
+    const std::size_t own_start = parsed.conversation_start() + parsed.previous_messages;
+    std::vector<openai::ChatMessage> turn(
+        parsed.messages.begin() + static_cast<std::ptrdiff_t>(own_start), parsed.messages.end());
+    return [store = parsed.store, owner = parsed.owner, previous = parsed.previous,
+            turn = std::move(turn)](const std::string& id, const std::string& json,
+                                    const std::vector<responses::OutputItem>& output) mutable {
+      turn.push_back(responses::assistant_message(output));
+      store->put(id, std::move(owner),
+                 responses::StoredResponse{json, std::move(turn), std::move(previous)});
     };
   }
   static responses::ResponsesStreamEncoder chunk_encoder(openai::ResponseMeta meta,
@@ -511,6 +542,12 @@ awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_bu
       break;
     }
     RequestRecord record;
+    if (!host_header_valid(parser.get())) {
+      const openai::ApiError error{400, "An HTTP/1.1 request needs exactly one Host header",
+                                   "invalid_request_error", "", "bad_request"};
+      co_await send_reply(core, stream, parser.get(), record, Reply::error(error, false));
+      break;
+    }
     const auto content_length = parser.content_length();
     if (content_length && *content_length > config.limits.max_body_bytes) {
       co_await send_reply(

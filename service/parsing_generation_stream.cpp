@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "service/openai/response_common.h"
+#include "service/random_id.h"
 
 namespace tern::service {
 
@@ -135,8 +135,8 @@ bool ParsingGenerationStream::disarm() {
 }
 
 std::string make_tool_call_id() {
-  // "x-" and 32 hex digits from the response-id generator; 24 of them are plenty.
-  return openai::make_response_id("x").substr(2, 24);
+  // 128 bits, as every id the server hands out: an API writes it behind its own prefix.
+  return random_id("", "");
 }
 
 }  // namespace tern::service

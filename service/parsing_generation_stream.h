@@ -36,6 +36,11 @@ class ParsingGenerationStream final : public GenerationStream {
   bool disarm() override;
   void cancel() override { inner_->cancel(); }
   int prompt_tokens() const override { return inner_->prompt_tokens(); }
+  Usage usage_so_far() const override {
+    Usage usage = inner_->usage_so_far();
+    usage.reasoning_tokens = reasoning_tokens_;
+    return usage;
+  }
 
  private:
   struct Choice {
@@ -53,7 +58,7 @@ class ParsingGenerationStream final : public GenerationStream {
   engine::chat::ParsedOutput parsed_;  // scratch, reused
 };
 
-// A tool call's id: 24 hex digits, unique within the process.
+// A tool call's id: 32 hex digits, 128 random bits (random_id.h).
 std::string make_tool_call_id();
 
 }  // namespace tern::service

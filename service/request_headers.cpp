@@ -1,8 +1,6 @@
 #include "service/request_headers.h"
 
-#include <random>
-
-#include <fmt/format.h>
+#include "service/random_id.h"
 
 namespace tern::service {
 namespace {
@@ -28,12 +26,9 @@ bool usable_request_id(std::string_view id) {
 }
 
 std::string new_request_id() {
-  thread_local std::mt19937_64 generator = [] {
-    std::random_device device;
-    std::seed_seq seed{device(), device(), device(), device()};
-    return std::mt19937_64(seed);
-  }();
-  return fmt::format("{:016x}", generator());
+  std::string id;
+  append_random_hex(id);
+  return id;
 }
 
 bool is_json_content_type(std::string_view content_type) {

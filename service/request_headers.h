@@ -14,7 +14,7 @@ inline constexpr std::string_view kRequestIdHeader = "X-Request-Id";
 // "-_.:"; anything else (spaces, quotes) could forge fields in the access log.
 bool usable_request_id(std::string_view id);
 
-// A fresh id: 16 random hex digits.
+// A fresh id: 32 hex digits, 128 bits from the cryptographic generator (random_id.h).
 std::string new_request_id();
 
 // True for application/json, any case, with or without parameters (charset=utf-8).

@@ -96,7 +96,34 @@ ServiceMetrics::ServiceMetrics()
       streams_dropped_(registry_.counter(
           "tern_streams_dropped_total",
           "Streams the server ended early, by model and reason (slow_client, drain_timeout).",
-          {"model", "reason"})) {}
+          {"model", "reason"})),
+      responses_stored_(registry_
+                            .gauge("tern_responses_store_entries",
+                                   "Responses kept for previous_response_id and GET "
+                                   "/v1/responses/{id}.")
+                            .with({})),
+      responses_stored_bytes_(
+          registry_
+              .gauge("tern_responses_store_bytes",
+                     "Memory of the stored responses, with those that left the store but are "
+                     "still referred to by a later response or a running request.")
+              .with({})),
+      responses_evicted_(registry_.counter(
+          "tern_responses_store_evictions_total",
+          "Stored responses dropped, by reason: expired (ttl_s), max_responses, max_bytes, "
+          "key_share (the key passed max_share_per_key) or too_large (never kept: the "
+          "conversation alone passed the key's share).",
+          {"reason"})) {}
+
+void ServiceMetrics::update_responses_store(
+    std::size_t responses, std::size_t bytes,
+    const std::vector<std::pair<std::string_view, std::uint64_t>>& evictions) {
+  responses_stored_.set(static_cast<double>(responses));
+  responses_stored_bytes_.set(static_cast<double>(bytes));
+  for (const auto& [reason, total] : evictions) {
+    advance_to(responses_evicted_.with({reason}), static_cast<std::int64_t>(total));
+  }
+}
 
 void ServiceMetrics::count_dropped_stream(std::string_view model, std::string_view reason) {
   streams_dropped_.with({model, reason}).increment();

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "service/metrics.h"
@@ -41,6 +43,12 @@ class ServiceMetrics {
   void update_model_stats(const std::vector<ModelStats>& stats,
                           const std::vector<ModelUnavailable>& unavailable = {});
 
+  // The Responses store's size, and its evictions by reason (totals kept by the store); called
+  // just before rendering /metrics.
+  void update_responses_store(
+      std::size_t responses, std::size_t bytes,
+      const std::vector<std::pair<std::string_view, std::uint64_t>>& evictions);
+
   std::string render() const { return registry_.render(); }
 
  private:
@@ -71,5 +79,8 @@ class ServiceMetrics {
   Gauge& stream_buffer_peak_bytes_;
   Family<Counter>& streams_dropped_;
 };
+  Gauge& responses_stored_;
+  Gauge& responses_stored_bytes_;
+  Family<Counter>& responses_evicted_;
 
 }  // namespace tern::service

@@ -302,8 +302,10 @@ void finish_generation(ServerCore& core, Generation& generation, RequestRecord& 
   }
   if (!record.reason.empty()) core.metrics.count_dropped_stream(record.model, record.reason);
   if (generation.client_gone || generation.dropped) record.status = 499;
-  record.usage = generation.usage;
-  if (generation.finished && !generation.error) {
+  // A stream cut before its end never got its final usage: log what it delivered.
+  const bool has_final_usage = generation.finished && !generation.error;
+  record.usage = has_final_usage ? generation.usage : generation.source.usage_so_far();
+  if (has_final_usage) {
     generation.histograms.prompt_tokens.observe(generation.usage.prompt_tokens);
     generation.histograms.generation_tokens.observe(generation.usage.completion_tokens);
   }

@@ -1,10 +1,7 @@
 #include "service/openai/response_common.h"
 
+#include "service/random_id.h"
 #include "service/sse.h"
-
-#include <atomic>
-#include <chrono>
-#include <random>
 
 namespace tern::service::openai {
 
@@ -50,20 +47,7 @@ void ChunkEncoder::keepalive(std::string& out) {
 }
 
 std::string make_response_id(std::string_view prefix) {
-  // Unique, not secret: a per-thread generator seeded once, mixed with a process counter.
-  thread_local std::mt19937_64 generator{
-      std::random_device{}() ^
-      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
-  static std::atomic<std::uint64_t> counter{0};
-  const std::uint64_t high = generator();
-  const std::uint64_t low = generator() ^ counter.fetch_add(1, std::memory_order_relaxed);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id(prefix);
-  id += '-';
-  for (const std::uint64_t word : {high, low}) {
-    for (int shift = 60; shift >= 0; shift -= 4) id += kHex[(word >> shift) & 15];
-  }
-  return id;
+  return random_id(prefix);
 }
 
 }  // namespace tern::service::openai

@@ -148,8 +148,52 @@ json::Check read_text(const json::element& value, engine::grammar::GrammarSpec& 
   return std::nullopt;
 }
 
+// Characters, not bytes, as OpenAI counts them: UTF-8 bytes that do not continue a character.
+std::size_t character_count(std::string_view text) {
+  std::size_t count = 0;
+  for (const char c : text) count += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return count;
+}
+
+// OpenAI's bounds: at most 16 pairs, keys up to 64 characters, string values up to 512. The
+// object is stored with the response and returned by every GET, so it must stay small.
 json::Check read_metadata(const json::element& value, ResponseSettings& settings) {
-  if (!value.is_object()) return json::wrong_type("metadata", "object", value);
+  constexpr std::size_t kMaxPairs = 16;
+  constexpr std::size_t kMaxKey = 64;
+  constexpr std::size_t kMaxValue = 512;
+  json::object pairs;
+  if (value.get_object().get(pairs) != simdjson::SUCCESS) {
+    return json::wrong_type("metadata", "object", value);
+  }
+  if (pairs.size() > kMaxPairs) {
+    return invalid_request(
+        "metadata",
+        fmt::format("Invalid 'metadata': too many properties. Expected an object "
+                    "with at most {} properties, but got {}",
+                    kMaxPairs, pairs.size()),
+        "invalid_value");
+  }
+  for (auto [key, pair_value] : pairs) {
+    if (character_count(key) > kMaxKey) {
+      return invalid_request("metadata",
+                             fmt::format("Invalid 'metadata': a key of {} characters; keys have at "
+                                         "most {} characters",
+                                         character_count(key), kMaxKey),
+                             "invalid_value");
+    }
+    const std::string param = fmt::format("metadata.{}", key);
+    std::string_view text;
+    if (pair_value.get_string().get(text) != simdjson::SUCCESS) {
+      return json::wrong_type(param, "string", pair_value);
+    }
+    if (character_count(text) > kMaxValue) {
+      return invalid_request(param,
+                             fmt::format("Invalid '{}': string too long. Expected a string with "
+                                         "maximum length {}, but got a string with length {}",
+                                         param, kMaxValue, character_count(text)),
+                             "string_above_max_length");
+    }
+  }
   settings.metadata_json = json::to_json(value);
   return std::nullopt;
 }

@@ -64,6 +64,7 @@ class FakeStream final : public GenerationStream {
     if (event.kind == GenerationEvent::Kind::done || event.kind == GenerationEvent::Kind::error) {
       state_->finished = true;
     }
+    if (event.kind == GenerationEvent::Kind::delta) ++delivered_tokens_;
     return event;
   }
   bool arm(engine::ChannelWaker& waker) override {
@@ -82,8 +83,12 @@ class FakeStream final : public GenerationStream {
     if (!state_->cancelled.exchange(true)) cancelled_.fetch_add(1);
   }
   int prompt_tokens() const override { return state_->prompt_tokens; }
+  Usage usage_so_far() const override {
+    return Usage{state_->prompt_tokens, delivered_tokens_, 0, 0};
+  }
 
  private:
+  int delivered_tokens_ = 0;
   std::shared_ptr<FakeModelService::State> state_;
   std::atomic<int>& cancelled_;
   std::atomic<bool>& blocking_;

@@ -1,7 +1,7 @@
 // OpenAI's Responses door over loopback against the fake model service: /v1/responses streamed
 // and not, reasoning and function_call items, usage with cached tokens, max_output_tokens as
-// incomplete, a failure mid-stream, previous_response_id continuing a stored conversation, and
-// GET and DELETE of stored responses with their 404s.
+// incomplete, a failure mid-stream, previous_response_id continuing a stored conversation, GET
+// and DELETE of stored responses with their 404s, and with API keys each key's own store.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -28,8 +28,9 @@ using Response = http::response<http::string_body>;
 
 class ResponsesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ServerConfig config;
+  void SetUp() override { start(ServerConfig{}); }
+
+  void start(ServerConfig config) {
     config.host = "127.0.0.1";
     config.port = 0;
     config.io_threads = 2;
@@ -45,13 +46,15 @@ class ResponsesTest : public ::testing::Test {
   }
 
   // One request on a fresh connection.
-  Response send(http::verb method, std::string target, std::string body = {}) {
+  Response send(http::verb method, std::string target, std::string body = {},
+                const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     asio::io_context io;
     tcp::socket socket(io);
     socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server_->port()));
     http::request<http::string_body> request{method, target, 11};
     request.set(http::field::host, "127.0.0.1");
     if (!body.empty()) request.set(http::field::content_type, "application/json");
+    for (const auto& [name, value] : headers) request.set(name, value);
     request.body() = std::move(body);
     request.prepare_payload();
     http::write(socket, request);
@@ -353,8 +356,8 @@ TEST_F(ResponsesTest, CodexRequestsAndErrors) {
   ASSERT_EQ(codex.result_int(), 200) << codex.body();
   EXPECT_EQ(events_of(codex.body()).back().type, "response.completed");
 
-  const Response forced = post(
-      R"({"model":"fake","input":"hi","tool_choice":{"type":"allowed_tools","tools":[]}})");
+  const Response forced =
+      post(R"({"model":"fake","input":"hi","tool_choice":{"type":"allowed_tools","tools":[]}})");
   EXPECT_EQ(forced.result_int(), 400);
   EXPECT_TRUE(contains(forced.body(), R"("param":"tool_choice","code":"unsupported_parameter")"))
       << forced.body();
@@ -365,6 +368,98 @@ TEST_F(ResponsesTest, CodexRequestsAndErrors) {
   const Response model = post(R"({"model":"nope","input":"hi"})");
   EXPECT_EQ(model.result_int(), 404);
   EXPECT_EQ(send(http::verb::get, "/v1/responses").result_int(), 405);
+}
+
+// With API keys, a stored response belongs to the key that made it: GET, DELETE and
+// previous_response_id with another key are the 404 of an id that never existed. The key is
+// one identity whichever header carries it.
+class ResponsesWithKeysTest : public ResponsesTest {
+ protected:
+  void SetUp() override {
+    ServerConfig config;
+    config.api_keys = {"key-alice", "key-mallory"};
+    start(config);
+  }
+  using Headers = std::vector<std::pair<std::string, std::string>>;
+  static Headers bearer(std::string key) { return {{"Authorization", "Bearer " + key}}; }
+};
+
+TEST_F(ResponsesWithKeysTest, AnotherKeySeesNothing) {
+  const Response created = send(http::verb::post, "/v1/responses",
+                                R"({"model":"fake","instructions":"secret instructions",)"
+                                R"("metadata":{"note":"private"},"input":"hello"})",
+                                bearer("key-alice"));
+  ASSERT_EQ(created.result_int(), 200) << created.body();
+  const std::string id = response_id_of(created.body());
+
+  const Response never = send(http::verb::get, "/v1/responses/resp_never", "", bearer("key-alice"));
+  ASSERT_EQ(never.result_int(), 404);
+  const Response stolen = send(http::verb::get, "/v1/responses/" + id, "", bearer("key-mallory"));
+  EXPECT_EQ(stolen.result_int(), 404);
+  EXPECT_FALSE(contains(stolen.body(), "secret")) << stolen.body();
+  // The same answer as for an id that never existed, but for the id itself.
+  std::string never_body = never.body();
+  never_body.replace(never_body.find("resp_never"), 10, id);
+  EXPECT_EQ(stolen.body(), never_body);
+
+  const Response continued =
+      send(http::verb::post, "/v1/responses",
+           R"({"model":"fake","input":"x","previous_response_id":")" + id + R"("})",
+           bearer("key-mallory"));
+  EXPECT_EQ(continued.result_int(), 404);
+  EXPECT_TRUE(contains(continued.body(), R"("param":"previous_response_id")"));
+  EXPECT_EQ(
+      send(http::verb::delete_, "/v1/responses/" + id, "", bearer("key-mallory")).result_int(),
+      404);
+
+  // The owner, through either header, still has it.
+  const Response mine =
+      send(http::verb::get, "/v1/responses/" + id, "", {{"x-api-key", "key-alice"}});
+  EXPECT_EQ(mine.result_int(), 200) << mine.body();
+  EXPECT_TRUE(contains(mine.body(), "secret instructions"));
+  EXPECT_EQ(send(http::verb::post, "/v1/responses",
+                 R"({"model":"fake","input":"x","previous_response_id":")" + id + R"("})",
+                 {{"x-api-key", "key-alice"}})
+                .result_int(),
+            200);
+  EXPECT_EQ(send(http::verb::delete_, "/v1/responses/" + id, "", bearer("key-alice")).result_int(),
+            200);
+}
+
+// One key's 1,000 stored responses evict only its own: the other key's response and its
+// follow-up survive the flood, and /metrics shows the store and its evictions.
+TEST_F(ResponsesWithKeysTest, AFloodFromOneKeyLeavesTheOthersResponses) {
+  const Response kept = send(http::verb::post, "/v1/responses",
+                             R"({"model":"fake","input":"keep me"})", bearer("key-alice"));
+  ASSERT_EQ(kept.result_int(), 200);
+  const std::string id = response_id_of(kept.body());
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(
+        send(http::verb::post, "/v1/responses",
+             R"({"model":"fake","max_output_tokens":1,"input":"flood"})", bearer("key-mallory"))
+            .result_int(),
+        200);
+  }
+  EXPECT_EQ(send(http::verb::get, "/v1/responses/" + id, "", bearer("key-alice")).result_int(),
+            200);
+  EXPECT_EQ(send(http::verb::post, "/v1/responses",
+                 R"({"model":"fake","input":"x","previous_response_id":")" + id + R"("})",
+                 bearer("key-alice"))
+                .result_int(),
+            200);
+  const std::string metrics = send(http::verb::get, "/metrics").body();
+  EXPECT_TRUE(contains(metrics, "tern_responses_store_entries 252\n")) << metrics;
+  EXPECT_TRUE(contains(metrics, R"(tern_responses_store_evictions_total{reason="key_share"} 750)"))
+      << metrics;
+  EXPECT_TRUE(contains(metrics, "tern_responses_store_bytes ")) << metrics;
+}
+
+// Metadata is bounded as OpenAI bounds it; a 7.9 MB object was kept whole before.
+TEST_F(ResponsesTest, OversizedMetadataIsRefused) {
+  const Response huge = post(R"({"model":"fake","input":"x","metadata":{"k":")" +
+                             std::string(7900 << 10, 'v') + R"("}})");
+  EXPECT_EQ(huge.result_int(), 400);
+  EXPECT_TRUE(contains(huge.body(), R"("param":"metadata.k")")) << huge.body().substr(0, 300);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -428,6 +429,70 @@ TEST_F(ServerTest, AccessLogCarriesClientAndRequestId) {
   EXPECT_NE(second_line.find("request_id=" + id), std::string::npos) << second_line;
   EXPECT_NE(second_line.find(client_address), std::string::npos) << second_line;
   EXPECT_EQ(line_with("a b"), "");
+}
+
+// A stream cut by its client after tokens went out logs the tokens it sent, not zeros.
+TEST_F(ServerTest, AccessLogCountsTheTokensOfAStreamItsClientLeft) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  sink->set_pattern("%v");
+  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  struct Restore {
+    std::shared_ptr<spdlog::logger> logger;
+    ~Restore() { spdlog::set_default_logger(logger); }
+  } restore{previous};
+  auto capture = std::make_shared<spdlog::logger>("capture", sink);
+  capture->set_level(spdlog::level::info);
+  spdlog::set_default_logger(capture);
+  start(default_config(), {std::chrono::milliseconds(5), 5});
+  {
+    Client c = client();
+    c.send(http::verb::post, "/v1/chat/completions",
+           R"({"model":"fake","stream":true,"max_tokens":100000,)"
+           R"("messages":[{"role":"user","content":"hi"}]})");
+    http::response_parser<http::string_body> parser;
+    http::read_header(c.socket(), c.buffer(), parser);
+    ASSERT_EQ(parser.get().result_int(), 200);
+    std::string seen;
+    while (seen.find("tok2 ") == std::string::npos) {
+      std::array<char, 4096> bytes{};
+      const std::size_t got = c.socket().read_some(asio::buffer(bytes));
+      seen.append(bytes.data(), got);
+    }
+  }  // the client leaves mid-stream
+  auto line_with = [&](std::string_view part) -> std::string {
+    for (const std::string& line : sink->last_formatted()) {
+      if (line.find(part) != std::string::npos) return line;
+    }
+    return {};
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (line_with("/v1/chat/completions").empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  const std::string line = line_with("/v1/chat/completions");
+  EXPECT_NE(line.find(" 499 "), std::string::npos) << line;
+  EXPECT_NE(line.find("prompt_tokens=2 "), std::string::npos) << line;
+  const std::size_t at = line.find("completion_tokens=");
+  ASSERT_NE(at, std::string::npos) << line;
+  EXPECT_GE(std::stoi(line.substr(at + 18)), 3) << line;
+}
+
+// RFC 9112: an HTTP/1.1 request without Host, or any request with two, is a 400; HTTP/1.0 had
+// no Host and may go without.
+TEST_F(ServerTest, Http11RequestsNeedExactlyOneHost) {
+  start();
+  auto status_of = [&](std::string_view raw) {
+    Client c = client();
+    c.write_raw(raw);
+    return c.read().result_int();
+  };
+  EXPECT_EQ(status_of("GET /health HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"), 400);
+  EXPECT_EQ(status_of("POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: 2\r\n\r\n{}"),
+            400);
+  EXPECT_EQ(status_of("GET /health HTTP/1.1\r\nHost: a\r\n\r\n"), 200);
+  EXPECT_EQ(status_of("GET /health HTTP/1.0\r\n\r\n"), 200);
 }
 
 TEST_F(ServerTest, CompletionsTokenizeDetokenize) {

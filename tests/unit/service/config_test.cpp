@@ -315,16 +315,27 @@ TEST(Config, ReadsTheResponsesStore) {
   ASSERT_TRUE(defaults.ok()) << defaults.error().message;
   EXPECT_EQ(defaults->server.responses_store.max_responses, 1000);
   EXPECT_DOUBLE_EQ(defaults->server.responses_store.ttl_s, 3600);
-  const auto config =
-      parse_config("server:\n  responses_store: {max_responses: 0, ttl_s: 1.5}\n" + models,
-                   "test.yaml", kNoEnvironment);
+  EXPECT_EQ(defaults->server.responses_store.max_bytes, std::uint64_t{256} << 20);
+  EXPECT_DOUBLE_EQ(defaults->server.responses_store.max_share_per_key, 0.25);
+  const auto config = parse_config(
+      "server:\n  responses_store: {max_responses: 0, max_bytes: 1GiB, max_share_per_key: 0.5, "
+      "ttl_s: 1.5}\n" +
+          models,
+      "test.yaml", kNoEnvironment);
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->server.responses_store.max_responses, 0);
+  EXPECT_EQ(config->server.responses_store.max_bytes, std::uint64_t{1} << 30);
+  EXPECT_DOUBLE_EQ(config->server.responses_store.max_share_per_key, 0.5);
   EXPECT_DOUBLE_EQ(config->server.responses_store.ttl_s, 1.5);
   const std::string dumped = dump_config(*config);
-  EXPECT_NE(dumped.find("responses_store:\n    max_responses: 0\n    ttl_s: 1.5"),
+  EXPECT_NE(dumped.find("responses_store:\n    max_responses: 0\n    max_bytes: 1073741824\n    "
+                        "max_share_per_key: 0.5\n    ttl_s: 1.5"),
             std::string::npos)
       << dumped;
+  EXPECT_EQ(error_of("server:\n  responses_store: {max_share_per_key: 0}\n" + models),
+            "test.yaml:2: server.responses_store.max_share_per_key must be in (0, 1]");
+  EXPECT_EQ(error_of("server:\n  responses_store: {max_share_per_key: 1.5}\n" + models),
+            "test.yaml:2: server.responses_store.max_share_per_key must be in (0, 1]");
   EXPECT_EQ(error_of("server:\n  responses_store: {max_responses: -1}\n" + models),
             "test.yaml:2: server.responses_store.max_responses must be >= 0");
   EXPECT_EQ(error_of("server:\n  responses_store: {ttl_s: 0}\n" + models),

@@ -90,7 +90,7 @@ TEST(ParsingGenerationStream, SplitsReasoningContentAndCallsInOrder) {
   EXPECT_EQ(calls[0].index, 0);
   EXPECT_EQ(calls[0].name, "get_weather");
   EXPECT_EQ(calls[0].arguments, R"({"city": "Paris"})");
-  EXPECT_EQ(calls[0].id.size(), 24u);
+  EXPECT_EQ(calls[0].id.size(), 32u);
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[events.size() - 2].kind, GenerationEvent::Kind::finish);
   EXPECT_EQ(events[events.size() - 2].finish_reason, FinishReason::tool_calls);
@@ -191,10 +191,10 @@ TEST(ParsingGenerationStream, AMalformedCallIsContentAndTheReasonStays) {
   EXPECT_EQ(text, broken);
 }
 
-TEST(ToolCallId, IsTwentyFourLettersAndDigitsAndUnique) {
+TEST(ToolCallId, Is128BitsOfHexAndUnique) {
   const std::string first = make_tool_call_id();
   const std::string second = make_tool_call_id();
-  EXPECT_EQ(first.size(), 24u);
+  EXPECT_EQ(first.size(), 32u);
   EXPECT_NE(first, second);
   for (const char c : first) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << first;
 }

@@ -25,7 +25,7 @@ TEST(RequestIdTest, FreshIdsAreUsableAndDistinct) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i) {
     const std::string id = new_request_id();
-    EXPECT_EQ(id.size(), 16u);
+    EXPECT_EQ(id.size(), 32u);
     EXPECT_TRUE(usable_request_id(id)) << id;
     ids.insert(id);
   }
