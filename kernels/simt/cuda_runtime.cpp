@@ -9,6 +9,7 @@ namespace tern::simt::cuda_api {
 namespace {
 
 using tern::simt::is_device_address;
+using tern::simt::is_device_range;
 using tern::simt::LaunchErrorKind;
 
 thread_local cudaError_t t_sticky_peek = cudaSuccess;
@@ -21,6 +22,7 @@ cudaError_t error_of(LaunchErrorKind kind) {
     case LaunchErrorKind::shared_limit:
       return cudaErrorInvalidConfiguration;
     case LaunchErrorKind::host_pointer:
+    case LaunchErrorKind::out_of_bounds:
       return cudaErrorIllegalAddress;
     case LaunchErrorKind::misaligned_access:
       return cudaErrorMisalignedAddress;
@@ -29,18 +31,21 @@ cudaError_t error_of(LaunchErrorKind kind) {
   }
 }
 
-bool copy_direction_holds(void* destination, const void* source, cudaMemcpyKind kind) {
+// The direction holds, and the device side of the copy lies wholly within one allocation.
+bool copy_direction_holds(void* destination, const void* source, std::size_t bytes,
+                          cudaMemcpyKind kind) {
   switch (kind) {
     case cudaMemcpyHostToHost:
       return true;
     case cudaMemcpyHostToDevice:
-      return is_device_address(destination);
+      return is_device_range(destination, bytes);
     case cudaMemcpyDeviceToHost:
-      return is_device_address(source);
+      return is_device_range(source, bytes);
     case cudaMemcpyDeviceToDevice:
-      return is_device_address(destination) && is_device_address(source);
+      return is_device_range(destination, bytes) && is_device_range(source, bytes);
     case cudaMemcpyDefault:
-      return true;
+      return (!is_device_address(destination) || is_device_range(destination, bytes)) &&
+             (!is_device_address(source) || is_device_range(source, bytes));
   }
   return false;
 }
@@ -62,7 +67,7 @@ cudaError_t cudaMemcpy(void* destination, const void* source, std::size_t bytes,
                        cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
   if (destination == nullptr || source == nullptr) return cudaErrorInvalidValue;
-  if (!copy_direction_holds(destination, source, kind)) return cudaErrorInvalidValue;
+  if (!copy_direction_holds(destination, source, bytes, kind)) return cudaErrorInvalidValue;
   std::memmove(destination, source, bytes);
   return cudaSuccess;
 }
@@ -74,7 +79,7 @@ cudaError_t cudaMemcpyAsync(void* destination, const void* source, std::size_t b
 
 cudaError_t cudaMemset(void* destination, int value, std::size_t bytes) {
   if (bytes == 0) return cudaSuccess;
-  if (!is_device_address(destination)) return cudaErrorInvalidValue;
+  if (!is_device_range(destination, bytes)) return cudaErrorInvalidValue;
   std::memset(destination, value, bytes);
   return cudaSuccess;
 }

@@ -1,8 +1,10 @@
 #pragma once
 
 // The part of the CUDA runtime API that kernel launchers and their tests use, over the emulated
-// device: cudaMalloc allocates in device_memory.h's registry, copies are memcpy with the
-// direction checked against it, and cudaGetLastError reports the last TERN_LAUNCH's fault.
+// device: cudaMalloc allocates in device_memory.h's registry, copies and memsets are memcpy and
+// memset with the direction checked against it and the device side within one allocation
+// (cudaErrorInvalidValue otherwise), and cudaGetLastError reports the last TERN_LAUNCH's fault
+// (an out-of-bounds write as cudaErrorIllegalAddress).
 // Included instead of <cuda_runtime_api.h> where TERN_SIMT_EMULATED is defined
 // (kernels/cuda/cuda_api.h). Streams are ignored: work completes when it is issued.
 //

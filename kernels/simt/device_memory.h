@@ -3,25 +3,62 @@
 // The emulated device's global memory. Kernel arguments that are pointers must point into one of
 // its allocations (or be null): a kernel handed host memory fails at launch on the emulator, as
 // it would fault on a GPU. The emulated cudaMalloc and the tests' DeviceBuffer allocate here.
+//
+// Each allocation keeps its exact size and lies between two guard bands of at least
+// kGuardBandBytes, filled with a pattern (under ASan also poisoned, so that ASan stops at the
+// access itself). check_guard_bands() finds a band that something wrote: the emulator calls it
+// after every launch, so a kernel that writes past its buffer fails with out_of_bounds. A word of
+// the pattern read as a float (or either half as a __half) is a NaN, so a kernel that reads past
+// its buffer tends to spread NaNs a test sees.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace tern::simt {
 
-// 256-byte aligned like cudaMalloc; nullptr when out of memory. Thread-safe.
-void* device_allocate(std::size_t bytes);
-// False (and nothing freed) when pointer is not the start of a live allocation.
+inline constexpr std::size_t kGuardBandBytes = 256;
+// The guard bands' bytes: the byte at address a is byte (a mod 4) of this little-endian word.
+inline constexpr std::uint32_t kGuardPattern = 0x7fa5a5a5u;
+
+// 256-byte aligned like cudaMalloc; nullptr when out of memory. `label` names the allocation in
+// out-of-bounds reports (the emulated device runtime passes what it is for). Thread-safe.
+void* device_allocate(std::size_t bytes, std::string_view label = {});
+// False (and nothing freed) when pointer is not the start of a live allocation. A guard band
+// found overwritten at this point is reported on stderr and counted (guard_violations_at_free).
 bool device_free(void* pointer);
 // memset, except that zeroing whole pages of a large allocation gives them back to the host.
 void device_fill(void* pointer, int byte, std::size_t bytes);
 // Whether pointer lies within a live allocation or just past its end (an empty range's end).
 bool is_device_address(const void* pointer);
+// Whether [pointer, pointer + bytes) lies within one live allocation.
+bool is_device_range(const void* pointer, std::size_t bytes);
 std::size_t device_allocation_count();
+
+// A guard band found changed: the allocation, and the changed bytes' offsets from its start
+// (negative before it; at or past `bytes` after its end).
+struct GuardViolation {
+  std::uintptr_t allocation = 0;
+  std::size_t bytes = 0;
+  std::string label;
+  std::ptrdiff_t first_changed = 0;
+  std::ptrdiff_t last_changed = 0;
+};
+// What a report says of it: the allocation (label, size, address) and which bytes changed.
+std::string describe(const GuardViolation& violation);
+
+// Checks every live allocation's guard bands and restores those found changed, so that one stray
+// write is reported once; returns the first changed band, by address.
+std::optional<GuardViolation> check_guard_bands();
+// Guard bands found changed by device_free since the process started.
+std::size_t guard_violations_at_free();
 
 // One device allocation of `count` T, filled from host values or with a byte pattern.
 template <class T>
@@ -29,7 +66,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count, unsigned char fill = 0)
-      : data_(static_cast<T*>(device_allocate(count * sizeof(T) == 0 ? 1 : count * sizeof(T)))),
+      : data_(static_cast<T*>(device_allocate(count * sizeof(T)))),
         count_(data_ != nullptr ? count : 0) {
     if (data_ != nullptr) std::memset(static_cast<void*>(data_), fill, count_ * sizeof(T));
   }

@@ -6,12 +6,14 @@
 #include <boost/context/fiber.hpp>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/simt/asan.h"
+#include "kernels/simt/device_memory.h"
 #include "kernels/simt/fiber_stacks.h"
 #include "kernels/simt/launch.h"
 #include "kernels/simt/runtime.h"
@@ -119,6 +121,63 @@ bool same_site(const Site& a, const Site& b) {
   return a.line == b.line && a.column == b.column && std::strcmp(a.file, b.file) == 0;
 }
 
+const char* schedule_name(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::forward:
+      return "forward";
+    case Schedule::reverse:
+      return "reverse";
+    case Schedule::random:
+      return "random";
+  }
+  return "?";
+}
+
+// What a failure says of the schedule, so that it can be replayed.
+std::string schedule_text(const LaunchConfig& config) {
+  return " [" + std::string(schedule_name(config.schedule)) + " schedule, seed " +
+         std::to_string(config.seed) + "]";
+}
+
+// The launch's own seed: the config's, mixed with the kernel's name (FNV-1a) so that kernels
+// launched over the same grid see different block orders.
+std::uint64_t launch_seed(const char* kernel, std::uint64_t seed) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char* c = kernel; *c != '\0'; ++c)
+    hash = (hash ^ static_cast<unsigned char>(*c)) * 0x100000001b3ull;
+  return seed ^ hash;
+}
+
+// A permutation of [0, count) drawn from a seed: shuffled indices, or, for grids too large to
+// list, i -> (a i + c) mod count with a coprime to count.
+class BlockOrder {
+ public:
+  BlockOrder(std::uint64_t count, std::uint64_t seed) : count_(count) {
+    std::mt19937_64 random(seed);
+    if (count <= kListedUpTo) {
+      listed_.resize(static_cast<std::size_t>(count));
+      for (std::size_t i = 0; i < listed_.size(); ++i) listed_[i] = static_cast<std::uint32_t>(i);
+      std::shuffle(listed_.begin(), listed_.end(), random);
+      return;
+    }
+    multiplier_ = random() % count | 1;
+    while (std::gcd(multiplier_, count) != 1) multiplier_ += 2;
+    offset_ = random() % count;
+  }
+  std::uint64_t operator[](std::uint64_t i) const {
+    if (!listed_.empty()) return listed_[static_cast<std::size_t>(i)];
+    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(multiplier_) * i + offset_) %
+                                      count_);
+  }
+
+ private:
+  static constexpr std::uint64_t kListedUpTo = 1u << 22;
+  std::uint64_t count_;
+  std::vector<std::uint32_t> listed_;
+  std::uint64_t multiplier_ = 1;
+  std::uint64_t offset_ = 0;
+};
+
 class GridRunner;
 thread_local GridRunner* t_runner = nullptr;
 thread_local EmulatedThread* t_thread = nullptr;
@@ -129,15 +188,23 @@ class GridRunner {
              FiberStacks& stacks)
       : kernel_(kernel),
         config_(config),
+        seed_(launch_seed(kernel, config.seed)),
         body_(body),
         stacks_(stacks),
         arena_(config.shared_limit_bytes, std::byte{0xFF}),
         shadow_(config.shared_limit_bytes) {}
 
+  // The blocks in the order the seed draws: a kernel whose blocks depend on each other's order
+  // (which CUDA never promises) gives other results from run to run.
   LaunchStatus run() {
-    for (unsigned z = 0; z < config_.grid.z && status_.ok(); ++z)
-      for (unsigned y = 0; y < config_.grid.y && status_.ok(); ++y)
-        for (unsigned x = 0; x < config_.grid.x && status_.ok(); ++x) run_block(Dim3(x, y, z));
+    const Dim3& grid = config_.grid;
+    const BlockOrder order(grid.count(), seed_);
+    for (std::uint64_t i = 0; i < grid.count() && status_.ok(); ++i) {
+      const std::uint64_t linear = order[i];
+      run_block(Dim3(static_cast<unsigned>(linear % grid.x),
+                     static_cast<unsigned>(linear / grid.x % grid.y),
+                     static_cast<unsigned>(linear / grid.x / grid.y)));
+    }
     return status_;
   }
 
@@ -300,7 +367,7 @@ class GridRunner {
     const std::uint64_t block_linear =
         block_idx.x + static_cast<std::uint64_t>(config_.grid.x) *
                           (block_idx.y + static_cast<std::uint64_t>(config_.grid.y) * block_idx.z);
-    std::mt19937_64 random(config_.seed ^ (block_linear * 0x9E3779B97F4A7C15ull));
+    std::mt19937_64 random(seed_ ^ (block_linear * 0x9E3779B97F4A7C15ull));
 
     while (status_.ok()) {
       if (config_.schedule == Schedule::random) std::shuffle(order_.begin(), order_.end(), random);
@@ -494,7 +561,8 @@ class GridRunner {
     if (!status_.ok()) return;
     status_.kind = kind;
     status_.message = "kernel '" + std::string(kernel_) + "' at " + where(site) + ", block " +
-                      text(block_idx_) + " thread " + text(thread.index) + ": " + what;
+                      text(block_idx_) + " thread " + text(thread.index) + ": " + what +
+                      schedule_text(config_);
     // Called on a fiber: back to the scheduler, which resumes this thread only to unwind it.
     if (t_thread != nullptr) suspend();
   }
@@ -536,6 +604,7 @@ class GridRunner {
 
   const char* kernel_;
   const LaunchConfig& config_;
+  std::uint64_t seed_;
   const std::function<void()>& body_;
   FiberStacks& stacks_;
   std::vector<std::byte> arena_;
@@ -563,10 +632,31 @@ GridRunner& runner() {
   return *t_runner;
 }
 
+// Which of the kernel's pointer arguments point into the allocation a violation names.
+std::string arguments_into(const GuardViolation& violation,
+                           std::span<const void* const> pointer_arguments) {
+  std::vector<std::size_t> found;
+  for (std::size_t i = 0; i < pointer_arguments.size(); ++i) {
+    const auto address = reinterpret_cast<std::uintptr_t>(pointer_arguments[i]);
+    if (address != 0 && address >= violation.allocation &&
+        address <= violation.allocation + violation.bytes)
+      found.push_back(i);
+  }
+  if (found.empty()) return "; no pointer argument of the kernel points into it";
+  std::string list;
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (i > 0) list += i + 1 == found.size() ? " and " : ", ";
+    list += std::to_string(found[i]);
+  }
+  return found.size() == 1 ? "; argument " + list + " points into it"
+                           : "; arguments " + list + " point into it";
+}
+
 }  // namespace
 
 LaunchStatus run_grid(const char* kernel_name, const LaunchConfig& config,
-                      const std::function<void()>& body) {
+                      const std::function<void()>& body,
+                      std::span<const void* const> pointer_arguments) {
   const Dim3& b = config.block;
   const Dim3& g = config.grid;
   if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || b.count() > 1024)
@@ -591,6 +681,13 @@ LaunchStatus run_grid(const char* kernel_name, const LaunchConfig& config,
   t_runner = &grid;
   LaunchStatus status = grid.run();
   t_runner = nullptr;
+  // Checked (and restored) after a failed launch too, so that a later launch is not blamed.
+  const std::optional<GuardViolation> violation = check_guard_bands();
+  if (violation && status.ok()) {
+    status = {LaunchErrorKind::out_of_bounds,
+              "kernel '" + std::string(kernel_name) + "': " + describe(*violation) +
+                  arguments_into(*violation, pointer_arguments) + schedule_text(config)};
+  }
   return status;
 }
 

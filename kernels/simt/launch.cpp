@@ -1,8 +1,12 @@
 #include "kernels/simt/launch.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <random>
 #include <utility>
 
 #include "kernels/simt/device_memory.h"
@@ -11,7 +15,7 @@ namespace tern::simt {
 namespace {
 
 thread_local Schedule t_schedule = Schedule::forward;
-thread_local std::uint64_t t_seed = 0;
+thread_local std::uint64_t t_seed = process_schedule_seed();
 thread_local LaunchErrorKind t_pending_error = LaunchErrorKind::none;
 
 struct SharedLimits {
@@ -24,7 +28,30 @@ SharedLimits& shared_limits() {
   return limits;
 }
 
+std::uint64_t draw_seed() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+std::uint64_t read_seed() {
+  const char* text = std::getenv(kScheduleSeedVariable);
+  if (text == nullptr || *text == '\0') return draw_seed();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seed = std::strtoull(text, &end, 0);
+  if (errno == 0 && *end == '\0') return seed;
+  const std::uint64_t drawn = draw_seed();
+  std::fprintf(stderr, "simt: %s=%s is not a number; using the drawn seed %llu\n",
+               kScheduleSeedVariable, text, static_cast<unsigned long long>(drawn));
+  return drawn;
+}
+
 }  // namespace
+
+std::uint64_t process_schedule_seed() {
+  static const std::uint64_t seed = read_seed();
+  return seed;
+}
 
 ScopedSchedule::ScopedSchedule(Schedule schedule, std::uint64_t seed)
     : previous_schedule_(t_schedule), previous_seed_(t_seed) {

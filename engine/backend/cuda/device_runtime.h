@@ -91,8 +91,9 @@ class DeviceRuntime {
   // The kernels of this device; their `stream` argument is a Stream's handle.
   virtual const kernels::cuda::DeviceKernels& kernels() const = 0;
 
-  // A kernel launcher's status as a Status naming the kernel.
-  Status launched(int status, std::string_view kernel) const;
+  // A kernel launcher's status as a Status naming the kernel (and, on the emulated device, the
+  // emulator's account of the fault).
+  virtual Status launched(int status, std::string_view kernel) const;
 };
 
 // A device allocation that frees itself.

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -108,7 +109,7 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
           "cuda-emulated: out of memory on device {}: {} needs {} bytes, {} of {} are free", device,
           what, bytes, free_bytes, options_.memory_bytes)};
     }
-    void* memory = simt::device_allocate(bytes);
+    void* memory = simt::device_allocate(bytes, what);
     if (memory == nullptr) {
       return Error{
           fmt::format("cuda-emulated: the host could not hold {} bytes for {}", bytes, what)};
@@ -163,9 +164,10 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
   Status copy_to_device(void* device, const void* host, std::uint64_t bytes,
                         Stream stream) override {
     return issue(stream, [=]() -> Status {
-      if (!simt::is_device_address(device) ||
-          !simt::is_device_address(static_cast<char*>(device) + bytes))
-        return Error{"cuda-emulated: copy to device memory that is not an allocation"};
+      if (!simt::is_device_range(device, bytes))
+        return Error{fmt::format(
+            "cuda-emulated: copy of {} bytes to device memory that is not within one allocation",
+            bytes)};
       std::memcpy(device, host, bytes);
       return Status::success();
     });
@@ -173,8 +175,10 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
 
   Status copy_to_host(void* host, const void* device, std::uint64_t bytes, Stream stream) override {
     return issue(stream, [=]() -> Status {
-      if (!simt::is_device_address(device))
-        return Error{"cuda-emulated: copy from device memory that is not an allocation"};
+      if (!simt::is_device_range(device, bytes))
+        return Error{fmt::format(
+            "cuda-emulated: copy of {} bytes from device memory that is not within one allocation",
+            bytes)};
       std::memcpy(host, device, bytes);
       return Status::success();
     });
@@ -182,8 +186,9 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
 
   Status copy_on_device(void* to, const void* from, std::uint64_t bytes, Stream stream) override {
     return issue(stream, [=]() -> Status {
-      if (!simt::is_device_address(to) || !simt::is_device_address(from))
-        return Error{"cuda-emulated: device-to-device copy outside the device's memory"};
+      if (!simt::is_device_range(to, bytes) || !simt::is_device_range(from, bytes))
+        return Error{fmt::format(
+            "cuda-emulated: device-to-device copy of {} bytes outside one allocation", bytes)};
       std::memmove(to, from, bytes);
       return Status::success();
     });
@@ -191,8 +196,9 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
 
   Status fill(void* device, int byte, std::uint64_t bytes, Stream stream) override {
     return issue(stream, [=]() -> Status {
-      if (!simt::is_device_address(device))
-        return Error{"cuda-emulated: fill of memory that is not an allocation"};
+      if (!simt::is_device_range(device, bytes))
+        return Error{fmt::format(
+            "cuda-emulated: fill of {} bytes of memory that is not within one allocation", bytes)};
       simt::device_fill(device, byte, bytes);
       return Status::success();
     });
@@ -271,6 +277,16 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
 
   const kernels::cuda::DeviceKernels& kernels() const override {
     return kernels::cuda::emulated_kernels();
+  }
+
+  // The launch ran on this thread, so its fault is this thread's last launch status; taken, so
+  // that a later launcher's own refusal is not told with it.
+  Status launched(int status, std::string_view kernel) const override {
+    Status result = DeviceRuntime::launched(status, kernel);
+    if (result.ok()) return result;
+    const simt::LaunchStatus launch = std::exchange(simt::last_launch_status(), {});
+    if (launch.ok()) return result;
+    return Error{fmt::format("{} ({})", result.message(), launch.message)};
   }
 
  private:

@@ -24,7 +24,7 @@ inline LaunchConfig config_of(Dim3 grid, Dim3 block, Schedule schedule = Schedul
   config.grid = grid;
   config.block = block;
   config.schedule = schedule;
-  config.seed = 12345;
+  config.seed = process_schedule_seed();
   config.dynamic_shared_bytes = dynamic_shared_bytes;
   return config;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/rms_norm.h"
+#include "kernels/simt/asan.h"
 #include "tests/unit/engine/cuda/device_runtime_test_support.h"
 
 namespace tern::engine::cuda {
@@ -99,7 +100,59 @@ TEST(EmulatedDeviceRuntime, KernelsRunThroughTheTableOnDeviceMemoryOnly) {
                                          cols, 1e-5f, stream.handle),
                         "rms_norm");
   ASSERT_FALSE(host.ok());
-  EXPECT_EQ(host.message(), "cuda-emulated: kernel rms_norm failed: cudaErrorIllegalAddress");
+  // The emulator's account of the fault follows CUDA's error.
+  EXPECT_EQ(host.message(),
+            "cuda-emulated: kernel rms_norm failed: cudaErrorIllegalAddress (kernel "
+            "'rms_norm_kernel<kRowThreads>': argument 0 points outside the device's memory (host "
+            "memory passed to a kernel?))");
+}
+
+// A kernel that writes past a runtime allocation fails its step naming the allocation by what
+// it was allocated for; copies and fills outside one allocation are refused before they run.
+TEST(EmulatedDeviceRuntime, AccessesOutsideAnAllocationAreErrorsNamingIt) {
+  auto runtime = make_emulated_device_runtime(machine(1, 64 << 20));
+  const Stream stream = *runtime->create_stream();
+  const int rows = 3, cols = 40;
+  auto d_x = must_allocate(*runtime, rows * cols * 4, "x");
+  auto d_weight = must_allocate(*runtime, cols * 4, "weight");
+  auto d_y = must_allocate(*runtime, (rows - 1) * cols * 4, "y, a row short");
+  ASSERT_TRUE(runtime->fill(d_x.get(), 0, rows * cols * 4, stream).ok());
+  ASSERT_TRUE(runtime->fill(d_weight.get(), 0, cols * 4, stream).ok());
+
+  std::vector<float> host(rows * cols);
+  EXPECT_EQ(runtime->copy_to_host(host.data(), d_y.get(), rows * cols * 4, stream).message(),
+            "cuda-emulated: copy of 480 bytes from device memory that is not within one "
+            "allocation");
+  EXPECT_EQ(runtime->copy_to_device(d_y.get(), host.data(), rows * cols * 4, stream).message(),
+            "cuda-emulated: copy of 480 bytes to device memory that is not within one allocation");
+  EXPECT_EQ(runtime->copy_on_device(d_y.get(), d_x.get(), rows * cols * 4, stream).message(),
+            "cuda-emulated: device-to-device copy of 480 bytes outside one allocation");
+  EXPECT_EQ(runtime->fill(d_y.get(), 0, rows * cols * 4, stream).message(),
+            "cuda-emulated: fill of 480 bytes of memory that is not within one allocation");
+
+  const auto& kernels = runtime->kernels();
+  auto norm_three_rows = [&] {
+    return runtime->launched(kernels.rms_norm(d_x.as<float>(), d_weight.as<float>(),
+                                              d_y.as<float>(), rows, cols, 1e-5f, stream.handle),
+                             "rms_norm");
+  };
+#if defined(TERN_SIMT_ASAN)
+  // The band is poisoned: ASan stops the write itself.
+  EXPECT_DEATH(static_cast<void>(norm_three_rows()), "use-after-poison");
+#else
+  const Status past = norm_three_rows();
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.message().rfind("cuda-emulated: kernel rms_norm failed: cudaErrorIllegalAddress "
+                                 "(kernel 'rms_norm_kernel<kRowThreads>': out-of-bounds write "
+                                 "past the end of device allocation 'y, a row short' of 320 bytes "
+                                 "at 0x",
+                                 0),
+            0u)
+      << past.message();
+  EXPECT_NE(past.message().find(": bytes 0 to 159 past its end changed; argument 2 points into it"),
+            std::string::npos)
+      << past.message();
+#endif
 }
 
 TEST(EmulatedDeviceRuntime, AGraphReplaysItsLaunchesWithTheArgumentsFrozenAtCapture) {
