@@ -375,6 +375,9 @@ int CudaBackend::decode_graph_count() const {
 std::int64_t CudaBackend::decode_graph_captures() const {
   return state_->decode_graphs.captures();
 }
+std::int64_t CudaBackend::decode_graph_replays() const {
+  return state_->decode_graphs.replays();
+}
 
 Status CudaBackend::copy_kv_blocks(std::span<const BlockCopy> copies) {
   State& s = *state_;

@@ -85,9 +85,11 @@ class CudaBackend final : public Backend {
   // the final all-reduce every rank of a group must hold the same bits (tests).
   Expected<std::vector<float>> hidden_states();
 
-  // The decode graphs held now, and captured over the backend's life (recaptures included).
+  // The decode graphs held now, captured over the backend's life (recaptures included), and the
+  // decode steps that replayed one.
   int decode_graph_count() const;
   std::int64_t decode_graph_captures() const;
+  std::int64_t decode_graph_replays() const;
 
  private:
   struct State;

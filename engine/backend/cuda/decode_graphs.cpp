@@ -65,12 +65,13 @@ int DecodeGraphs::bucket_for(int sequences) const {
   return found == graphs_.end() ? 0 : found->rows;
 }
 
-Status DecodeGraphs::launch(int bucket_rows, Stream stream) const {
+Status DecodeGraphs::launch(int bucket_rows, Stream stream) {
   const auto found = std::ranges::find_if(
       graphs_, [&](const Bucket& bucket) { return bucket.rows == bucket_rows; });
   if (found == graphs_.end()) {
     return Error{fmt::format("no decode graph of {} rows", bucket_rows)};
   }
+  ++replays_;
   return runtime_->launch_graph(found->graph, stream);
 }
 

@@ -34,11 +34,13 @@ class DecodeGraphs {
 
   // The rows of the bucket a step of `sequences` sequences replays, or 0 when none fits.
   int bucket_for(int sequences) const;
-  Status launch(int bucket_rows, Stream stream) const;
+  Status launch(int bucket_rows, Stream stream);
 
   int graph_count() const { return static_cast<int>(graphs_.size()); }
   // Graphs captured over the backend's life, recaptures included.
   std::int64_t captures() const { return captures_; }
+  // Graph launches over the backend's life.
+  std::int64_t replays() const { return replays_; }
 
  private:
   struct Bucket {
@@ -48,6 +50,7 @@ class DecodeGraphs {
   DeviceRuntime* runtime_ = nullptr;
   std::vector<Bucket> graphs_;  // by rows, ascending
   std::int64_t captures_ = 0;
+  std::int64_t replays_ = 0;
 };
 
 }  // namespace tern::engine::cuda

@@ -1,6 +1,8 @@
-// Decode steps replayed from CUDA graphs against the same steps launched eagerly: with the batch
-// size changing every step and sequences leaving and joining, the logits are bit-identical, so
-// no value that changes from step to step is frozen into a graph.
+// Decode steps replayed from CUDA graphs against the same steps launched eagerly and against the
+// CPU backend: the batch size walks up through every bucket and back down, sequences leave and
+// join, and each replay's logits are bit-identical to the eager step's (so no value that changes
+// from step to step is frozen into a graph, and no step replays another bucket's graph) and
+// within the CUDA tolerance of the CPU's.
 
 #include <gtest/gtest.h>
 
@@ -23,6 +25,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/cuda_test_backend_kind.h"
 #include "tests/support/shared_data.h"
+#include "tests/unit/engine/cuda/cpu_reference.h"
 
 namespace tern::engine {
 namespace {
@@ -30,7 +33,11 @@ namespace {
 constexpr std::int32_t kMaxSequences = 12;
 constexpr std::int32_t kSequenceIds = 16;  // more than fit in a step: some wait, some join late
 constexpr std::int32_t kMaxContext = 96;
-constexpr int kDecodeSteps = 50;
+// Batch sizes 1, 2, ..., 12, then 11, ..., 1: every bucket (1, 2, 4, 8, 12) from below and from
+// above, and the sizes between buckets, whose graphs replay with inert rows. Starting at the
+// smallest matters: a backend that kept replaying its first graph computes fewer rows than later
+// steps need, which a walk starting at the largest bucket would never show.
+constexpr int kDecodeSteps = 2 * kMaxSequences - 1;
 
 BackendOptions options() {
   return {.max_sequences = kMaxSequences, .max_batch_tokens = 64, .max_context = kMaxContext};
@@ -70,20 +77,22 @@ BatchPlan make_plan(std::span<const Part> parts, std::int32_t block_size, std::i
   return plan;
 }
 
-// A prefill of four sequences, then 50 decode steps of 1..12 sequences in shuffled order, the size
-// changing every step: a sequence left out waits, one not yet started joins with a one-token
-// chunk at position 0, and some rows want no logits.
+// The batch size of decode step `step` (from 0): up from 1 to kMaxSequences, then back down.
+int walk_size(int step) {
+  return step < kMaxSequences ? step + 1 : 2 * kMaxSequences - 1 - step;
+}
+
+// A prefill of four sequences, then kDecodeSteps decode steps of walk_size() sequences in
+// shuffled order: a sequence left out waits, one not yet started joins with a one-token chunk at
+// position 0, and some rows want no logits.
 std::vector<std::vector<Part>> steps() {
   std::mt19937 random(15);
   std::vector<std::int32_t> length(kSequenceIds, 0);
   std::vector<std::vector<Part>> all;
   all.push_back({{0, 0, 20, true}, {1, 0, 7, true}, {2, 0, 3, false}, {3, 0, 20, true}});
   for (const Part& part : all.front()) length[static_cast<std::size_t>(part.sequence)] = part.count;
-  int previous = 0;
   for (int step = 0; step < kDecodeSteps; ++step) {
-    int size = previous;
-    while (size == previous) size = std::uniform_int_distribution<int>(1, kMaxSequences)(random);
-    previous = size;
+    const int size = walk_size(step);
     std::vector<int> ids(kSequenceIds);
     for (int s = 0; s < kSequenceIds; ++s) ids[static_cast<std::size_t>(s)] = s;
     std::ranges::shuffle(ids, random);
@@ -115,17 +124,31 @@ std::vector<std::vector<float>> run(Backend& backend, std::int32_t block_size, i
   return trace;
 }
 
-void expect_bit_identical(const std::vector<std::vector<float>>& graphs,
-                          const std::vector<std::vector<float>>& eager) {
+// Each step's replay equals the eager step bit for bit, and both are within the CUDA tolerance of
+// the CPU backend's step; a failure names the step and its batch size.
+void expect_replays_equal_eager_steps(const std::vector<std::vector<float>>& graphs,
+                                      const std::vector<std::vector<float>>& eager,
+                                      const std::vector<std::vector<float>>& cpu) {
   ASSERT_EQ(graphs.size(), eager.size());
+  ASSERT_EQ(cpu.size(), eager.size());
+  const std::vector<std::vector<Part>> all = steps();
+  float largest = 0;
   for (std::size_t step = 0; step < eager.size(); ++step) {
-    ASSERT_EQ(graphs[step].size(), eager[step].size()) << "step " << step;
+    const std::string what =
+        "step " + std::to_string(step) + " (" +
+        (step == 0 ? std::string("the prefill")
+                   : "a decode of " + std::to_string(all[step].size()) + " sequences") +
+        ")";
+    ASSERT_EQ(graphs[step].size(), eager[step].size()) << what;
     for (std::size_t i = 0; i < eager[step].size(); ++i) {
       ASSERT_EQ(std::memcmp(&graphs[step][i], &eager[step][i], sizeof(float)), 0)
-          << "step " << step << " logit " << i << ": graph " << graphs[step][i] << ", eager "
+          << what << " logit " << i << ": graph " << graphs[step][i] << ", eager "
           << eager[step][i];
     }
+    largest = std::max(largest, expect_near_cpu(eager[step], cpu[step], what));
   }
+  std::printf("largest difference from the CPU backend over %zu steps: %.3g\n", eager.size(),
+              static_cast<double>(largest));
 }
 
 class CudaGraphs : public ::testing::Test {
@@ -156,8 +179,17 @@ class CudaGraphs : public ::testing::Test {
     return created ? std::move(*created) : nullptr;
   }
 
+  // The CPU backend's logits for the first `count` steps.
+  std::vector<std::vector<float>> cpu_trace(std::int32_t block_size, int count) {
+    auto cpu = cpu_backend(*weights_, options(), pool_);
+    if (!cpu) return {};
+    EXPECT_TRUE(cpu->allocate_kv_cache(kv_spec(block_size)).ok());
+    return run(*cpu, block_size, count);
+  }
+
   BackendKind kind_ = BackendKind::cuda_emulated;
   std::optional<ModelWeights> weights_;
+  kernels::ThreadPool pool_{1};
 };
 
 TEST(DecodeGraphBuckets, ArePowersOfTwoToEightThenEveryEightUpToTheLargestBatch) {
@@ -180,7 +212,9 @@ TEST_F(CudaGraphs, ReplayedDecodeStepsEqualEagerOnesBitForBit) {
   const auto middle = std::chrono::steady_clock::now();
   const auto launched = run(*eager, 16, kDecodeSteps + 1);
   const auto end = std::chrono::steady_clock::now();
-  expect_bit_identical(replayed, launched);
+  EXPECT_EQ(graphs->decode_graph_replays(), kDecodeSteps);  // every decode step replayed a graph
+  EXPECT_EQ(eager->decode_graph_replays(), 0);
+  expect_replays_equal_eager_steps(replayed, launched, cpu_trace(16, kDecodeSteps + 1));
   std::printf("%d decode steps: graphs %.3f s, eager %.3f s\n", kDecodeSteps,
               std::chrono::duration<double>(middle - start).count(),
               std::chrono::duration<double>(end - middle).count());
@@ -195,13 +229,12 @@ TEST_F(CudaGraphs, ReplayedDecodeStepsEqualEagerOnesBitForBitOverTwoRanks) {
       GTEST_SKIP() << "two ranks cannot run here: " << available.message();
     }
   }
-  kernels::ThreadPool pool(1);
   auto make = [&](bool cuda_graphs) -> std::unique_ptr<Backend> {
     BackendSpec spec{.kind = kind_, .devices = {0, 1}};
     spec.emulated.devices = 2;
     spec.options = options();
     spec.cuda.cuda_graphs = cuda_graphs;
-    auto created = create_backend(spec, *weights_, pool);
+    auto created = create_backend(spec, *weights_, pool_);
     EXPECT_TRUE(created.ok()) << created.error().message;
     return created ? std::move(*created) : nullptr;
   };
@@ -213,7 +246,11 @@ TEST_F(CudaGraphs, ReplayedDecodeStepsEqualEagerOnesBitForBitOverTwoRanks) {
   auto& ranks = dynamic_cast<cuda::TensorParallelBackend&>(*graphs);
   EXPECT_EQ(ranks.rank(0).decode_graph_count(), 5);
   EXPECT_EQ(ranks.rank(1).decode_graph_count(), 5);
-  expect_bit_identical(run(*graphs, 16, kDecodeSteps + 1), run(*eager, 16, kDecodeSteps + 1));
+  const auto replayed = run(*graphs, 16, kDecodeSteps + 1);
+  EXPECT_EQ(ranks.rank(0).decode_graph_replays(), kDecodeSteps);
+  EXPECT_EQ(ranks.rank(1).decode_graph_replays(), kDecodeSteps);
+  expect_replays_equal_eager_steps(replayed, run(*eager, 16, kDecodeSteps + 1),
+                                   cpu_trace(16, kDecodeSteps + 1));
 }
 
 TEST_F(CudaGraphs, AreNeverCapturedWhenTurnedOff) {
@@ -240,9 +277,12 @@ TEST_F(CudaGraphs, AreRecapturedWhenTheKvCacheIsReallocated) {
   EXPECT_EQ(graphs->decode_graph_count(), 5);
   EXPECT_EQ(graphs->decode_graph_captures(), 10);
   ASSERT_TRUE(eager->allocate_kv_cache(kv_spec(8)).ok());
-  // Fewer steps than above keep the emulated time down; they still take every bucket.
+  // Fewer steps than above keep the emulated time down; they still take every bucket, the
+  // prefill and the walk up to 12 and down to 10.
   constexpr int kSteps = 16;
-  expect_bit_identical(run(*graphs, 8, kSteps), run(*eager, 8, kSteps));
+  expect_replays_equal_eager_steps(run(*graphs, 8, kSteps), run(*eager, 8, kSteps),
+                                   cpu_trace(8, kSteps));
+  EXPECT_EQ(graphs->decode_graph_replays(), kSteps - 1);
 }
 
 }  // namespace

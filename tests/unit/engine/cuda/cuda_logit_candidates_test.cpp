@@ -1,7 +1,9 @@
 // The CUDA backend's summary of each logits row (forward_with_candidates) against the whole
 // rows it computes: the candidates are the rows' best logits in the host's order, log-sum-exp
 // and top-p's normaliser are the host sampler's within the kernel's stated bound, whole rows
-// come back only where asked, and fetch_logit_rows gives the others afterwards.
+// come back only where asked, and fetch_logit_rows gives the others afterwards. The whole rows
+// and log-sum-exps are also held against the CPU backend's, so that a fault the rows and their
+// summary share (both wrong alike) still shows.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "engine/backend/backend_factory.h"
@@ -17,6 +20,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/cuda_test_backend_kind.h"
 #include "tests/support/shared_data.h"
+#include "tests/unit/engine/cuda/cpu_reference.h"
 
 namespace tern::engine {
 namespace {
@@ -76,6 +80,14 @@ TEST_P(CudaLogitCandidates, RowsSummariseAsTheHostWouldAndComeBackWholeOnlyWhenA
 
   std::vector<float> whole(3 * row_size);
   ASSERT_TRUE(backend.forward(plan, whole).ok());
+  std::vector<float> cpu_rows(3 * row_size);
+  {
+    auto cpu = cpu_backend(*weights, spec.options, pool);
+    ASSERT_TRUE(cpu);
+    ASSERT_TRUE(cpu->allocate_kv_cache({KvCacheType::f16, kBlockSize, 8}).ok());
+    ASSERT_TRUE(cpu->forward(plan, cpu_rows).ok());
+  }
+  expect_near_cpu(whole, cpu_rows, std::to_string(ranks) + " ranks, whole rows");
   // The same plan again (its KV positions are rewritten with the same values).
   const std::vector<LogitRowRequest> rows = {{true, 1 / 0.7f}, {false, 0}, {false, 1 / 1.3f}};
   const float sentinel = -12345.0f;
@@ -111,6 +123,9 @@ TEST_P(CudaLogitCandidates, RowsSummariseAsTheHostWouldAndComeBackWholeOnlyWhenA
     }
     const float expected_lse = engine::log_sum_exp(row);
     EXPECT_NEAR(log_sum_exp[r], expected_lse, std::abs(expected_lse) * 2e-7f) << "row " << r;
+    const float cpu_lse =
+        engine::log_sum_exp(std::span<const float>(cpu_rows).subspan(r * row_size, row_size));
+    EXPECT_NEAR(log_sum_exp[r], cpu_lse, kCudaLogitTolerance) << "row " << r;
     if (rows[r].inverse_temperature > 0) {
       const double expected = engine::scaled_mass(row, rows[r].inverse_temperature);
       EXPECT_LE(std::abs(scaled_mass[r] - expected) / expected,

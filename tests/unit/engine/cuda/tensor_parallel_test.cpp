@@ -1,8 +1,9 @@
 // Tensor parallelism on emulated devices: N ranks, each a CudaBackend holding its slice of the
-// model on its own device and thread, give the logits of one device within a stated tolerance
-// (the all-reduces sum the ranks' partial products in another order), the same bits on every
-// run, and a failing rank fails the step at once. The reference's greedy ids at 2 and 4 ranks:
-// SharedModels/CliCudaReference.*_tensor_parallel_* (tests/integration/cli_test.cpp).
+// model on its own device and thread, give the logits of one device and of the CPU backend within
+// a stated tolerance (the all-reduces sum the ranks' partial products in another order), the
+// same bits on every run, and a failing rank fails the step at once. The reference's greedy ids at
+// 2 and 4 ranks: SharedModels/CliCudaReference.*_tensor_parallel_*
+// (tests/integration/cli_test.cpp).
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "engine/model/model_weights.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tests/support/shared_data.h"
+#include "tests/unit/engine/cuda/cpu_reference.h"
 
 namespace tern::engine {
 namespace {
@@ -76,22 +79,28 @@ class TensorParallel : public ::testing::TestWithParam<const char*> {
     weights_.emplace(std::move(*weights));
   }
 
-  // Every step's logits rows, concatenated.
+  // Every step's logits rows, concatenated; 0 ranks is the CPU backend.
   std::vector<float> run_plans(int ranks) {
-    auto backend = create_backend(tensor_parallel_spec(ranks), *weights_, pool_);
-    EXPECT_TRUE(backend.ok()) << backend.error().message;
+    std::unique_ptr<Backend> backend;
+    if (ranks == 0) {
+      backend = cpu_backend(*weights_, tensor_parallel_spec(1).options, pool_);
+    } else {
+      auto created = create_backend(tensor_parallel_spec(ranks), *weights_, pool_);
+      EXPECT_TRUE(created.ok()) << created.error().message;
+      if (created) backend = std::move(*created);
+    }
     if (!backend) return {};
     const Status allocated =
-        (*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, 2 * kBlocksPerSequence});
+        backend->allocate_kv_cache({KvCacheType::f16, kBlockSize, 2 * kBlocksPerSequence});
     EXPECT_TRUE(allocated.ok()) << allocated.message();
-    const auto vocab = static_cast<std::size_t>((*backend)->vocab_size());
+    const auto vocab = static_cast<std::size_t>(backend->vocab_size());
     std::vector<float> all;
-    for (const BatchPlan& plan : prompt_then_decodes((*backend)->vocab_size())) {
+    for (const BatchPlan& plan : prompt_then_decodes(backend->vocab_size())) {
       std::vector<float> logits(2 * vocab);
-      const Status ran = (*backend)->forward(plan, logits);
+      const Status ran = backend->forward(plan, logits);
       EXPECT_TRUE(ran.ok()) << ran.message();
       all.insert(all.end(), logits.begin(), logits.end());
-      if (ranks > 1) expect_ranks_hold_the_same_hidden_states(**backend);
+      if (ranks > 1) expect_ranks_hold_the_same_hidden_states(*backend);
     }
     return all;
   }
@@ -114,10 +123,14 @@ class TensorParallel : public ::testing::TestWithParam<const char*> {
   kernels::ThreadPool pool_{1};
 };
 
-// Also: after every step all ranks hold bit-identical hidden states.
+// Also: after every step all ranks hold bit-identical hidden states, and one device and every
+// split stay within the CUDA tolerance of the CPU backend (a split that went wrong the same way
+// on every rank count would still differ from it).
 TEST_P(TensorParallel, LogitsStayWithinToleranceOfOneDeviceAndRepeatBitForBit) {
+  const std::vector<float> cpu = run_plans(0);
   const std::vector<float> one = run_plans(1);
   ASSERT_FALSE(one.empty());
+  expect_near_cpu(one, cpu, "1 rank");
   for (const int ranks : {2, 4}) {
     if (std::string(GetParam()).find("qwen3") != std::string::npos && ranks == 4) continue;
     const std::vector<float> split = run_plans(ranks);
@@ -131,8 +144,11 @@ TEST_P(TensorParallel, LogitsStayWithinToleranceOfOneDeviceAndRepeatBitForBit) {
     // The ranks' partial products are summed in another order than one device's dot products:
     // float rounding of logits of magnitude ~10-30.
     EXPECT_LT(worst, 1e-3) << ranks << " ranks";
-    std::printf("%s: %d ranks: largest |logit| %.2f, largest difference from 1 rank %.3g\n",
-                GetParam(), ranks, largest, worst);
+    const float from_cpu = expect_near_cpu(split, cpu, std::to_string(ranks) + " ranks");
+    std::printf(
+        "%s: %d ranks: largest |logit| %.2f, largest difference from 1 rank %.3g, from "
+        "the CPU backend %.3g\n",
+        GetParam(), ranks, largest, worst, static_cast<double>(from_cpu));
     // A deterministic reduction: the same bits again.
     EXPECT_EQ(split, run_plans(ranks)) << ranks << " ranks";
   }
