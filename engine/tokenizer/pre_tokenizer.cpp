@@ -1,6 +1,6 @@
 #include "engine/tokenizer/pre_tokenizer.h"
 
-#include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace tern::engine {
@@ -12,73 +12,88 @@ struct Span {
   bool is_match;
 };
 
-// Follows tokenizers' SplitDelimiterBehavior exactly: the spans cover the whole piece, and
-// each behavior decides which spans stand alone and which join a neighbour.
-void split_piece(std::string_view piece, const PreTokenizerStep& step,
-                 std::vector<std::string_view>& out, std::vector<Span>& spans) {
-  spans.clear();
-  std::size_t last = 0;
-  step.regex->for_each_match(piece, [&](std::size_t begin, std::size_t end) {
-    if (begin > last) spans.push_back({last, begin, false});
-    spans.push_back({begin, end, true});
-    last = end;
-  });
-  if (last < piece.size()) spans.push_back({last, piece.size(), false});
-  if (step.invert) {
-    for (auto& span : spans) span.is_match = !span.is_match;
+// Follows tokenizers' SplitDelimiterBehavior exactly: the spans (matches and the text between
+// them) cover the whole piece, and each behavior decides which spans stand alone and which join
+// a neighbour. Spans come in one at a time and leave as soon as no later span can change them,
+// which is at most one span later.
+class SpanMerger {
+ public:
+  using Emit = std::function<bool(Span)>;
+  SpanMerger(SplitBehavior behavior, Emit emit) : behavior_(behavior), emit_(std::move(emit)) {}
+
+  bool push(Span span) {
+    const bool previous_match = previous_match_;
+    previous_match_ = span.is_match;
+    switch (behavior_) {
+      case SplitBehavior::kIsolated:
+        return emit_(span);
+      case SplitBehavior::kRemoved:
+        return span.is_match || emit_(span);
+      case SplitBehavior::kMergedWithPrevious:
+        // A match joins the span before it, unless that span is a match itself.
+        if (span.is_match && !previous_match && pending_) {
+          pending_->end = span.end;
+          return true;
+        }
+        return replace_pending(span);
+      case SplitBehavior::kMergedWithNext:
+        // A match joins the span after it, unless that span is a match itself.
+        if (!span.is_match && previous_match && pending_ && pending_->is_match) {
+          const Span merged{pending_->begin, span.end, false};
+          pending_.reset();
+          return emit_(merged);
+        }
+        return replace_pending(span);
+      case SplitBehavior::kContiguous:
+        if (pending_ && span.is_match == previous_match) {
+          pending_->end = span.end;
+          return true;
+        }
+        return replace_pending(span);
+    }
+    return true;
   }
 
-  std::vector<Span> merged;
-  switch (step.behavior) {
-    case SplitBehavior::kIsolated:
-      merged = spans;
-      break;
-    case SplitBehavior::kRemoved:
-      for (const auto& span : spans) {
-        if (!span.is_match) merged.push_back(span);
-      }
-      break;
-    case SplitBehavior::kMergedWithPrevious: {
-      bool previous_match = false;
-      for (const auto& span : spans) {
-        if (span.is_match && !previous_match && !merged.empty()) {
-          merged.back().end = span.end;
-        } else {
-          merged.push_back(span);
-        }
-        previous_match = span.is_match;
-      }
-      break;
-    }
-    case SplitBehavior::kMergedWithNext: {
-      bool previous_match = false;
-      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-        if (it->is_match && !previous_match && !merged.empty()) {
-          merged.back().begin = it->begin;
-        } else {
-          merged.push_back(*it);
-        }
-        previous_match = it->is_match;
-      }
-      std::reverse(merged.begin(), merged.end());
-      break;
-    }
-    case SplitBehavior::kContiguous: {
-      bool previous_match = false;
-      for (const auto& span : spans) {
-        if (span.is_match == previous_match && !merged.empty()) {
-          merged.back().end = span.end;
-        } else {
-          merged.push_back(span);
-        }
-        previous_match = span.is_match;
-      }
-      break;
-    }
+  bool finish() {
+    if (!pending_) return true;
+    const Span last = *pending_;
+    pending_.reset();
+    return emit_(last);
   }
-  for (const auto& span : merged) {
-    if (span.end > span.begin) out.push_back(piece.substr(span.begin, span.end - span.begin));
+
+ private:
+  bool replace_pending(Span span) {
+    const std::optional<Span> before = pending_;
+    pending_ = span;
+    return !before || emit_(*before);
   }
+
+  SplitBehavior behavior_;
+  Emit emit_;
+  std::optional<Span> pending_;
+  bool previous_match_ = false;
+};
+
+// Splits `piece` by the step's regex, handing each resulting piece to `emit`; false once `emit`
+// stopped it.
+bool split_piece(std::string_view piece, const PreTokenizerStep& step,
+                 const std::function<bool(std::string_view)>& emit) {
+  SpanMerger merger(step.behavior, [&](Span span) {
+    return span.end <= span.begin || emit(piece.substr(span.begin, span.end - span.begin));
+  });
+  auto push = [&](std::size_t begin, std::size_t end, bool is_match) {
+    return merger.push({begin, end, is_match != step.invert});
+  };
+  std::size_t last = 0;
+  const bool whole =
+      step.regex->for_each_match_while(piece, [&](std::size_t begin, std::size_t end) {
+        if (begin > last && !push(last, begin, false)) return false;
+        last = end;
+        return push(begin, end, true);
+      });
+  if (!whole) return false;
+  if (last < piece.size() && !push(last, piece.size(), false)) return false;
+  return merger.finish();
 }
 
 std::string replace_spaces(std::string_view text, std::string_view replacement) {
@@ -96,61 +111,55 @@ std::string replace_spaces(std::string_view text, std::string_view replacement) 
 
 }  // namespace
 
-void PreTokenizer::apply(std::string_view segment, bool first_segment, PieceBuffer& buffer) const {
-  auto& pieces = buffer.pieces();
-  pieces.clear();
-  if (!segment.empty()) pieces.push_back(segment);
-  std::vector<std::string_view> next;
-  std::vector<Span> spans;
-  for (const auto& step : steps_) {
-    next.clear();
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      const std::string_view piece = pieces[i];
-      switch (step.kind) {
-        case PreTokenizerStep::Kind::kSplit:
-          split_piece(piece, step, next, spans);
-          break;
-        case PreTokenizerStep::Kind::kPrefixSpace:
-          if (piece.starts_with(' ')) {
-            next.push_back(piece);
-          } else {
-            std::string text;
-            text.reserve(piece.size() + 1);
-            text.push_back(' ');
-            text.append(piece);
-            next.push_back(buffer.store(std::move(text)));
-          }
-          break;
-        case PreTokenizerStep::Kind::kMetaspace: {
-          std::string text = replace_spaces(piece, step.replacement);
-          const bool prepend =
-              step.prepend_scheme == PrependScheme::kAlways ||
-              (step.prepend_scheme == PrependScheme::kFirst && first_segment && i == 0);
-          if (prepend && !std::string_view(text).starts_with(step.replacement)) {
-            std::string prefixed = step.replacement;
-            prefixed.append(text);
-            text = std::move(prefixed);
-          }
-          const std::string_view stored = buffer.store(std::move(text));
-          if (!step.split) {
-            next.push_back(stored);
-            break;
-          }
-          // Split on the replacement, each replacement starting the piece after it.
-          std::size_t begin = 0;
-          std::size_t hit = stored.find(step.replacement, 1);
-          while (hit != std::string_view::npos) {
-            next.push_back(stored.substr(begin, hit - begin));
-            begin = hit;
-            hit = stored.find(step.replacement, hit + step.replacement.size());
-          }
-          next.push_back(stored.substr(begin));
-          break;
-        }
-      }
+bool PreTokenizer::for_each_piece(std::string_view segment, bool first_segment,
+                                  const PieceSink& sink) const {
+  if (segment.empty()) return true;
+  std::vector<bool> firsts(steps_.size(), true);
+  return visit(0, segment, first_segment, firsts, sink);
+}
+
+bool PreTokenizer::visit(std::size_t step_index, std::string_view piece, bool first_segment,
+                         std::vector<bool>& firsts, const PieceSink& sink) const {
+  if (step_index == steps_.size()) return sink(piece);
+  const PreTokenizerStep& step = steps_[step_index];
+  const bool first_piece = firsts[step_index];
+  firsts[step_index] = false;
+  auto next = [&](std::string_view out) {
+    return visit(step_index + 1, out, first_segment, firsts, sink);
+  };
+  switch (step.kind) {
+    case PreTokenizerStep::Kind::kSplit:
+      return split_piece(piece, step, next);
+    case PreTokenizerStep::Kind::kPrefixSpace: {
+      if (piece.starts_with(' ')) return next(piece);
+      std::string text;
+      text.reserve(piece.size() + 1);
+      text.push_back(' ');
+      text.append(piece);
+      return next(text);
     }
-    pieces.swap(next);
+    case PreTokenizerStep::Kind::kMetaspace: {
+      std::string text = replace_spaces(piece, step.replacement);
+      const bool prepend =
+          step.prepend_scheme == PrependScheme::kAlways ||
+          (step.prepend_scheme == PrependScheme::kFirst && first_segment && first_piece);
+      if (prepend && !std::string_view(text).starts_with(step.replacement)) {
+        text.insert(0, step.replacement);
+      }
+      const std::string_view replaced = text;
+      if (!step.split) return next(replaced);
+      // Split on the replacement, each replacement starting the piece after it.
+      std::size_t begin = 0;
+      std::size_t hit = replaced.find(step.replacement, 1);
+      while (hit != std::string_view::npos) {
+        if (!next(replaced.substr(begin, hit - begin))) return false;
+        begin = hit;
+        hit = replaced.find(step.replacement, hit + step.replacement.size());
+      }
+      return next(replaced.substr(begin));
+    }
   }
+  return true;
 }
 
 }  // namespace tern::engine

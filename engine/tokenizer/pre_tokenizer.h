@@ -1,9 +1,9 @@
 #pragma once
 
 // tokenizer.json pre-tokenizers (and GGUF's per-"pre" regex lists): cut one normalized segment
-// into pieces that BPE encodes independently. Pieces are views into the segment or into storage
-// owned by the PieceBuffer, so splitting allocates nothing per piece.
-#include <deque>
+// into pieces that BPE encodes independently. Pieces are handed over one at a time, in order, as
+// they are found, so that an encode that has seen enough can stop without splitting the rest.
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,33 +30,26 @@ struct PreTokenizerStep {
   bool split = true;
 };
 
-class PieceBuffer {
- public:
-  void clear() {
-    pieces_.clear();
-    storage_.clear();
-  }
-  std::vector<std::string_view>& pieces() { return pieces_; }
-  // Keeps `text` alive for as long as the buffer and returns a view of it.
-  std::string_view store(std::string text) {
-    storage_.push_back(std::move(text));
-    return storage_.back();
-  }
-
- private:
-  std::vector<std::string_view> pieces_;
-  std::deque<std::string> storage_;
-};
+// Receives each piece; returns false to stop the split. A piece is a view that lives only for
+// the call.
+using PieceSink = std::function<bool(std::string_view piece)>;
 
 class PreTokenizer {
  public:
   void add(PreTokenizerStep step) { steps_.push_back(std::move(step)); }
   bool empty() const { return steps_.empty(); }
-  // Replaces buffer's pieces with the pieces of `segment`. `first_segment`: the segment starts
-  // the input (Metaspace's "first" prepend scheme only prepends there).
-  void apply(std::string_view segment, bool first_segment, PieceBuffer& buffer) const;
+  // Hands `sink` the pieces of `segment`, in order: each step splits the pieces of the step
+  // before it, depth first, so the first piece comes out before the rest of the segment is
+  // split. `first_segment`: the segment starts the input (Metaspace's "first" prepend scheme only
+  // prepends there). Returns false when the sink stopped it.
+  bool for_each_piece(std::string_view segment, bool first_segment, const PieceSink& sink) const;
 
  private:
+  // Step `step` applied to `piece`, its output going on to the next step (the sink after the
+  // last). `firsts[step]` is true until the step has received its first piece.
+  bool visit(std::size_t step, std::string_view piece, bool first_segment,
+             std::vector<bool>& firsts, const PieceSink& sink) const;
+
   std::vector<PreTokenizerStep> steps_;
 };
 

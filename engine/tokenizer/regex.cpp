@@ -56,8 +56,16 @@ Expected<std::shared_ptr<const Regex>> Regex::compile(const std::string& pattern
 
 void Regex::for_each_match(std::string_view subject,
                            const std::function<void(std::size_t, std::size_t)>& on_match) const {
+  for_each_match_while(subject, [&](std::size_t begin, std::size_t end) {
+    on_match(begin, end);
+    return true;
+  });
+}
+
+bool Regex::for_each_match_while(
+    std::string_view subject, const std::function<bool(std::size_t, std::size_t)>& on_match) const {
   MatchData match(handle_->code);
-  if (match.data == nullptr) return;
+  if (match.data == nullptr) return true;
   const auto* data = reinterpret_cast<PCRE2_SPTR>(subject.data());
   std::size_t offset = 0;
   while (offset <= subject.size()) {
@@ -67,7 +75,7 @@ void Regex::for_each_match(std::string_view subject,
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.data);
     const std::size_t begin = ovector[0], end = ovector[1];
     if (end > begin) {
-      on_match(begin, end);
+      if (!on_match(begin, end)) return false;
       offset = end;
     } else {
       // Step over one whole character so the next search starts on a character boundary.
@@ -78,6 +86,7 @@ void Regex::for_each_match(std::string_view subject,
       }
     }
   }
+  return true;
 }
 
 std::string regex_escape(std::string_view literal) {

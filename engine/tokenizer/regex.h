@@ -26,6 +26,11 @@ class Regex {
   // skipped.
   void for_each_match(std::string_view subject,
                       const std::function<void(std::size_t, std::size_t)>& on_match) const;
+  // The same scan, stopped as soon as on_match returns false; then returns false. The matches
+  // before the stop are those of the whole scan: the subject is never cut, so what follows the
+  // stop is only read as far as the pattern's own lookahead needs.
+  bool for_each_match_while(std::string_view subject,
+                            const std::function<bool(std::size_t, std::size_t)>& on_match) const;
 
   const std::string& pattern() const { return pattern_; }
 

@@ -35,8 +35,8 @@ SpmModel::SpmModel(const Vocab& vocab, std::optional<std::int32_t> unk_id) : unk
   }
 }
 
-void SpmModel::encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
-                      std::vector<std::int32_t>& out) const {
+bool SpmModel::encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
+                      std::vector<std::int32_t>& out, std::size_t stop_above) const {
   std::size_t begin = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
@@ -44,8 +44,10 @@ void SpmModel::encode(const Vocab& vocab, std::string_view text, SpmScratch& scr
     encode_piece(vocab, text.substr(begin, i - begin), scratch, out);
     encode_piece(vocab, text.substr(i, 1), scratch, out);
     begin = i + 1;
+    if (out.size() > stop_above) return false;
   }
   encode_piece(vocab, text.substr(begin), scratch, out);
+  return out.size() <= stop_above;
 }
 
 void SpmModel::encode_piece(const Vocab& vocab, std::string_view text, SpmScratch& scratch,

@@ -4,6 +4,7 @@
 // GGUF "llama" vocabularies: merge the neighbouring pair whose concatenation is the
 // highest-scoring token, leftmost first; characters no token covers become <0xXX> byte tokens.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -34,9 +35,10 @@ class SpmModel {
  public:
   SpmModel(const Vocab& vocab, std::optional<std::int32_t> unk_id);
   // `text` is already escaped (spaces are U+2581). Invalid UTF-8 is fine: stray bytes become
-  // byte tokens.
-  void encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
-              std::vector<std::int32_t>& out) const;
+  // byte tokens. Stops at a boundary (below) once `out` holds more than `stop_above` tokens, and
+  // then returns false: what it appended is the start of the whole encoding.
+  bool encode(const Vocab& vocab, std::string_view text, SpmScratch& scratch,
+              std::vector<std::int32_t>& out, std::size_t stop_above = SIZE_MAX) const;
 
  private:
   void encode_piece(const Vocab& vocab, std::string_view text, SpmScratch& scratch,

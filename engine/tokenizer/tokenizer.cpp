@@ -1,5 +1,7 @@
 #include "engine/tokenizer/tokenizer.h"
 
+#include <limits>
+
 #include "engine/tokenizer/text_assembler.h"
 #include "engine/tokenizer/tokenizer_parts.h"
 #include "engine/tokenizer/utf8.h"
@@ -29,22 +31,42 @@ std::string replace_sentencepiece_spaces(std::string_view text) {
 // Working memory for one encode() call; nothing is cached across calls.
 struct EncodeScratch {
   std::vector<TextSegment> segments;
-  PieceBuffer pieces;
   BpeScratch bpe;
   SpmScratch spm;
 };
 
 }  // namespace
 
-Tokenizer::Tokenizer(std::unique_ptr<TokenizerParts> parts) : parts_(std::move(parts)) {}
+Tokenizer::Tokenizer(std::unique_ptr<TokenizerParts> parts)
+    : parts_(std::move(parts)), piece_bound_(*parts_) {}
 
 Tokenizer::~Tokenizer() = default;
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view input, bool add_special) const {
+  return encode_bounded(input, add_special, std::numeric_limits<std::size_t>::max()).ids;
+}
+
+BoundedEncoding Tokenizer::encode_bounded(std::string_view input, bool add_special,
+                                          std::size_t max_tokens) const {
   const TokenizerParts& parts = *parts_;
-  std::vector<std::int32_t> ids;
+  BoundedEncoding result;
+  std::vector<std::int32_t>& ids = result.ids;
   if (add_special) ids = parts.prefix_ids;
   const std::size_t first_text_id = ids.size();
+
+  // The finished encoding has at least ids.size() + suffix - droppable tokens: the suffix comes
+  // last, and llama_non_legacy may drop one leading token.
+  const std::size_t suffix = add_special ? parts.suffix_ids.size() : 0;
+  const std::size_t droppable = parts.llama_non_legacy ? 1 : 0;
+  const bool bounded = max_tokens < std::numeric_limits<std::size_t>::max() - droppable;
+  const std::size_t allowed = bounded ? max_tokens + droppable : max_tokens;
+  // True, and the result marked, when `more` tokens past ids would leave no doubt.
+  auto exceeds = [&](std::size_t more) {
+    if (!bounded || ids.size() + suffix + more <= allowed) return false;
+    result.exceeded = true;
+    result.tokens_at_least = ids.size() + suffix + more - droppable;
+    return true;
+  };
 
   std::string owned;
   std::string_view text = input;
@@ -64,12 +86,26 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view input, bool add_spe
     parts.added_tokens.split(text, scratch.segments);
   }
 
+  auto encode_piece = [&](std::string_view piece) {
+    if (bounded && exceeds(piece_bound_.at_least(piece))) return false;
+    if (parts.bpe) {
+      parts.bpe->encode(parts.vocab, piece, scratch.bpe, ids);
+    } else {
+      const std::size_t stop_above = !bounded            ? max_tokens
+                                     : allowed >= suffix ? allowed - suffix
+                                                         : 0;
+      parts.spm->encode(parts.vocab, piece, scratch.spm, ids, stop_above);
+    }
+    return !exceeds(0);
+  };
+
   bool previous_special = true;
   std::string prefixed;
   for (const TextSegment& segment : scratch.segments) {
     if (segment.token_id >= 0) {
       ids.push_back(segment.token_id);
       previous_special = true;
+      if (exceeds(0)) return result;
       continue;
     }
     std::string_view segment_text = text.substr(segment.begin, segment.end - segment.begin);
@@ -85,20 +121,11 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view input, bool add_spe
       normalized = parts.normalizer.apply(segment_text);
       segment_text = normalized;
     }
-    auto encode_piece = [&](std::string_view piece) {
-      if (parts.bpe) {
-        parts.bpe->encode(parts.vocab, piece, scratch.bpe, ids);
-      } else {
-        parts.spm->encode(parts.vocab, piece, scratch.spm, ids);
-      }
-    };
-    if (parts.pre_tokenizer.empty()) {
-      encode_piece(segment_text);
-    } else {
-      scratch.pieces.clear();
-      parts.pre_tokenizer.apply(segment_text, segment.begin == 0, scratch.pieces);
-      for (std::string_view piece : scratch.pieces.pieces()) encode_piece(piece);
-    }
+    const bool whole =
+        parts.pre_tokenizer.empty()
+            ? encode_piece(segment_text)
+            : parts.pre_tokenizer.for_each_piece(segment_text, segment.begin == 0, encode_piece);
+    if (!whole) return result;
   }
 
   if (parts.llama_non_legacy && ids.size() >= first_text_id + 2 &&
@@ -109,7 +136,11 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view input, bool add_spe
     }
   }
   if (add_special) ids.insert(ids.end(), parts.suffix_ids.begin(), parts.suffix_ids.end());
-  return ids;
+  if (ids.size() > max_tokens) {
+    result.exceeded = true;
+    result.tokens_at_least = ids.size();
+  }
+  return result;
 }
 
 void Tokenizer::append_token_bytes(std::int32_t id, bool skip_special, std::string& out) const {
