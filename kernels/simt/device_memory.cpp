@@ -27,14 +27,14 @@ constexpr std::size_t kMappedFrom = 64u << 20;
 constexpr std::size_t kAlignment = 256;
 static_assert(kGuardBandBytes % kAlignment == 0, "the front band keeps the start aligned");
 
-constexpr std::uint64_t kPatternWord = (std::uint64_t{kGuardPattern} << 32) | kGuardPattern;
-
 struct Allocation {
   std::size_t bytes;
   unsigned char* base;  // where the front band begins
   std::size_t total;    // front band, the allocation, the back band
   bool mapped;
   std::string label;
+  // Its bands' bytes: the byte at address a is byte (a mod 4) of this little-endian word.
+  std::uint32_t pattern;
 
   unsigned char* start() const { return base + kGuardBandBytes; }
   unsigned char* end() const { return start() + bytes; }
@@ -52,10 +52,17 @@ Registry& registry() {
 }
 
 std::atomic<std::size_t> g_violations_at_free{0};
+std::atomic<std::uint32_t> g_allocations_made{0};
 
-unsigned char pattern_byte(const unsigned char* at) {
-  return static_cast<unsigned char>(kGuardPattern >>
-                                    (8 * (reinterpret_cast<std::uintptr_t>(at) & 3)));
+// A signalling NaN as a float (exponent all ones, mantissa nonzero with its top bit clear), and
+// so is its upper half as a __half; the lower 22 bits differ from one allocation to the next.
+std::uint32_t next_pattern() {
+  const std::uint32_t serial = g_allocations_made.fetch_add(1) + 1;
+  return 0x7f800001u | ((serial * 0x9e3779b1u) & 0x003ffffeu);
+}
+
+unsigned char pattern_byte(std::uint32_t pattern, const unsigned char* at) {
+  return static_cast<unsigned char>(pattern >> (8 * (reinterpret_cast<std::uintptr_t>(at) & 3)));
 }
 
 void poison(unsigned char* begin, unsigned char* end) {
@@ -76,41 +83,43 @@ void unpoison(unsigned char* begin, unsigned char* end) {
 #endif
 }
 
-void fill_band(unsigned char* begin, unsigned char* end) {
-  for (unsigned char* at = begin; at < end; ++at) *at = pattern_byte(at);
+void fill_band(std::uint32_t pattern, unsigned char* begin, unsigned char* end) {
+  for (unsigned char* at = begin; at < end; ++at) *at = pattern_byte(pattern, at);
 }
 
 // The common case, an intact band, a word at a time.
-bool band_intact(const unsigned char* begin, const unsigned char* end) {
+bool band_intact(std::uint32_t pattern, const unsigned char* begin, const unsigned char* end) {
+  const std::uint64_t word_pattern = (std::uint64_t{pattern} << 32) | pattern;
   const unsigned char* at = begin;
   for (; at < end && reinterpret_cast<std::uintptr_t>(at) % 8 != 0; ++at)
-    if (*at != pattern_byte(at)) return false;
+    if (*at != pattern_byte(pattern, at)) return false;
   for (; at + 8 <= end; at += 8) {
     std::uint64_t word;
     std::memcpy(&word, at, sizeof word);
-    if (word != kPatternWord) return false;
+    if (word != word_pattern) return false;
   }
   for (; at < end; ++at)
-    if (*at != pattern_byte(at)) return false;
+    if (*at != pattern_byte(pattern, at)) return false;
   return true;
 }
 
 // Checks one band and restores it; records the changed bytes into `violation`.
 bool check_band(const Allocation& allocation, unsigned char* begin, unsigned char* end,
                 std::optional<GuardViolation>& violation) {
+  const std::uint32_t pattern = allocation.pattern;
   unpoison(begin, end);
-  const bool intact = band_intact(begin, end);
+  const bool intact = band_intact(pattern, begin, end);
   if (!intact) {
     const unsigned char* first = begin;
-    while (*first == pattern_byte(first)) ++first;
+    while (*first == pattern_byte(pattern, first)) ++first;
     const unsigned char* last = end - 1;
-    while (*last == pattern_byte(last)) --last;
+    while (*last == pattern_byte(pattern, last)) --last;
     if (!violation) {
       violation =
           GuardViolation{reinterpret_cast<std::uintptr_t>(allocation.start()), allocation.bytes,
                          allocation.label, first - allocation.start(), last - allocation.start()};
     }
-    fill_band(begin, end);
+    fill_band(pattern, begin, end);
   }
   poison(begin, end);
   return intact;
@@ -138,10 +147,11 @@ void* device_allocate(std::size_t bytes, std::string_view label) {
     pointer = std::aligned_alloc(kAlignment, total);
     if (pointer == nullptr) return nullptr;
   }
-  Allocation allocation{bytes, static_cast<unsigned char*>(pointer), total, mapped,
-                        std::string(label)};
-  fill_band(allocation.base, allocation.start());
-  fill_band(allocation.end(), allocation.limit());
+  Allocation allocation{
+      bytes,         static_cast<unsigned char*>(pointer), total, mapped, std::string(label),
+      next_pattern()};
+  fill_band(allocation.pattern, allocation.base, allocation.start());
+  fill_band(allocation.pattern, allocation.end(), allocation.limit());
   poison(allocation.base, allocation.start());
   poison(allocation.end(), allocation.limit());
   unsigned char* start = allocation.start();

@@ -5,11 +5,13 @@
 // it would fault on a GPU. The emulated cudaMalloc and the tests' DeviceBuffer allocate here.
 //
 // Each allocation keeps its exact size and lies between two guard bands of at least
-// kGuardBandBytes, filled with a pattern (under ASan also poisoned, so that ASan stops at the
-// access itself). check_guard_bands() finds a band that something wrote: the emulator calls it
-// after every launch, so a kernel that writes past its buffer fails with out_of_bounds. A word of
-// the pattern read as a float (or either half as a __half) is a NaN, so a kernel that reads past
-// its buffer tends to spread NaNs a test sees.
+// kGuardBandBytes, filled with a pattern of its own (under ASan also poisoned, so that ASan
+// stops at the access itself). check_guard_bands() finds a band that something wrote: the
+// emulator calls it after every launch, so a kernel that writes past its buffer fails with
+// out_of_bounds. Each allocation's pattern differs, so that a kernel copying past the end of one
+// buffer into past the end of another still changes a band. A word of the pattern read as a float
+// (and its upper half as a __half) is a NaN, so a kernel that reads past its buffer tends to
+// spread NaNs a test sees.
 
 #include <cstddef>
 #include <cstdint>
@@ -25,8 +27,6 @@
 namespace tern::simt {
 
 inline constexpr std::size_t kGuardBandBytes = 256;
-// The guard bands' bytes: the byte at address a is byte (a mod 4) of this little-endian word.
-inline constexpr std::uint32_t kGuardPattern = 0x7fa5a5a5u;
 
 // 256-byte aligned like cudaMalloc; nullptr when out of memory. `label` names the allocation in
 // out-of-bounds reports (the emulated device runtime passes what it is for). Thread-safe.

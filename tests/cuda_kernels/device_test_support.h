@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,9 +27,14 @@ namespace tern::cuda_test {
 // the array's check fails the test. The emulator's own guard bands (kernels/simt/device_memory.h)
 // lie beyond these. 256 keeps data() aligned as cudaMalloc's memory is.
 inline constexpr std::size_t kGuardBytes = 256;
-// The guards' bytes: byte k of a guard is byte (k mod 4) of this little-endian word, a signalling
-// NaN as a float, so that a kernel reading past its input also tends to show.
-inline constexpr std::uint32_t kGuardWord = 0x7fbadbadu;
+
+// An array's guard word: byte k of a guard is byte (k mod 4) of it, a signalling NaN as a float
+// (so that a kernel reading past its input also tends to show), different for each array (so
+// that a kernel copying past one array's end into past another's still changes a guard).
+inline std::uint32_t next_guard_word() {
+  static std::atomic<std::uint32_t> arrays{0};
+  return 0x7f800001u | (((arrays.fetch_add(1) + 1) * 0x9e3779b1u) & 0x003ffffeu);
+}
 
 // A cudaMalloc'd array of T between two guards, copied from and back to the host. download()
 // and the destructor check that the guards are intact (and restore them, so that one stray write
@@ -81,8 +87,8 @@ class DeviceArray {
   }
 
  private:
-  static unsigned char guard_byte(std::size_t k) {
-    return static_cast<unsigned char>(kGuardWord >> (8 * (k % 4)));
+  unsigned char guard_byte(std::size_t k) const {
+    return static_cast<unsigned char>(guard_word_ >> (8 * (k % 4)));
   }
   unsigned char* end() const { return raw_ + kGuardBytes + count_ * sizeof(T); }
 
@@ -117,6 +123,7 @@ class DeviceArray {
 
   unsigned char* raw_ = nullptr;
   std::size_t count_ = 0;
+  std::uint32_t guard_word_ = next_guard_word();
 };
 
 inline bool has_device() {
