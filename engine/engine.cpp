@@ -104,7 +104,8 @@ struct Engine::State {
                model_tokenizer != nullptr},
         generation_limits{
             limits.vocab_size, options.eos_token_ids, model_tokenizer,
-            model_backend.logit_candidate_count() > 0 && model_backend.applies_token_masks()},
+            model_backend.logit_candidate_count() > 0 && model_backend.applies_token_masks(),
+            engine_options.grammar_step_work},
         kv_cache({num_blocks, engine_options.block_size, engine_options.enable_prefix_caching}),
         scheduler(scheduler_options, kv_cache),
         inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),

@@ -29,6 +29,9 @@ struct EngineOptions {
   AdmissionLimits admission;
   std::size_t submit_queue_capacity = 1024;
   int thread_nice = 0;  // the engine thread's nice value (0: unchanged); see ThreadPool
+  // The most work one token of a structured output may cost its grammar (GrammarMatcher's
+  // step work); past it that request ends in error and the others go on.
+  std::uint64_t grammar_step_work = kDefaultGrammarStepWork;
   // Events buffered per request, plus one per sample beyond the first (event_channel_capacity()
   // in request.h; each slot is ~140 bytes, allocated with the request). The consumer drains it
   // as tokens arrive; when it falls behind, the policy of Request decides. 64 keeps thousands of
@@ -51,7 +54,7 @@ struct EngineStats {
   double schedule_seconds = 0;
   double forward_seconds = 0;
   double sample_seconds = 0;
-  double detokenize_seconds = 0;  // includes stop checks and pushing events
+  double detokenize_seconds = 0;             // includes stop checks and pushing events
   std::int64_t expert_bytes_read_total = 0;  // routed-expert weights read, over all steps
   std::int32_t kv_blocks = 0;
   std::uint64_t kv_cache_bytes = 0;      // the blocks' bytes in every layer

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "engine/grammar/tokenized_grammar.h"
 
@@ -34,7 +35,8 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
       eos_token_ids_(limits.eos_token_ids),
       processor_(request.sampling, limits.vocab_size, request.prompt_ids, request.stop.max_tokens),
       sampler_(seeded(request.sampling, index)),
-      stop_checker_(request.stop.stop_strings) {
+      stop_checker_(request.stop.stop_strings),
+      grammar_step_work_(limits.grammar_step_work) {
   if (limits.tokenizer != nullptr) {
     detokenizer_.emplace(*limits.tokenizer, request.skip_special_tokens,
                          !request.prompt_ids.empty(), request.kept_special_tokens);
@@ -47,7 +49,10 @@ Generation::Generation(const Request& request, std::int32_t index, const Generat
   }
   plain_greedy_ = request.sampling.is_greedy() && processor_.is_identity() && !request.grammar;
   token_masks_on_device_ = limits.token_masks_on_device;
-  if (request.grammar) matcher_.emplace(request.grammar);
+  if (request.grammar) {
+    matcher_.emplace(request.grammar,
+                     grammar::MatcherLimits{grammar_step_work_, kGrammarMatcherMemoryBytes});
+  }
   const ReasoningBudget& budget = request.reasoning_budget;
   if (budget.active()) {
     in_reasoning_ = budget.starts_in_reasoning;
@@ -103,7 +108,8 @@ bool Generation::mask_row(std::span<float> row) {
   return any;
 }
 
-// No token may follow in the grammar: the sample ends in error rather than break it.
+// No token may follow in the grammar (or the grammar gave up over its budget, and its mask
+// allows none): the sample ends in error rather than break it.
 std::int32_t Generation::end_at_dead_end(std::span<const float> logits) {
   dead_end_ = true;
   return eos_token_ids_.empty() ? argmax(logits) : eos_token_ids_[0];
@@ -214,9 +220,7 @@ void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
     event.token = token;
     event.finish_reason = FinishReason::error;
     event.error_kind = ErrorKind::invalid_field;
-    event.message =
-        "structured output: no token of the model's vocabulary can continue the output the "
-        "grammar requires here";
+    event.message = grammar_error_message();
     return;
   }
   if (constrained()) matcher_->accept_token(token);
@@ -252,6 +256,20 @@ void Generation::describe_token(std::int32_t token, std::int32_t num_generated,
     event.finish_reason = FinishReason::length;
     flush_text(event.text);
   }
+}
+
+std::string Generation::grammar_error_message() const {
+  const std::string grammar = request_.grammar_field.empty()
+                                  ? std::string("the grammar")
+                                  : "the grammar of '" + request_.grammar_field + "'";
+  if (matcher_ && matcher_->over_budget()) {
+    return "structured output: " + grammar + " needs more than " +
+           std::to_string(grammar_step_work_) +
+           " units of work for one token (structured_outputs_max_mask_work): it is too "
+           "ambiguous to follow";
+  }
+  return "structured output: no token of the model's vocabulary can continue the output " +
+         grammar + " requires here";
 }
 
 void Generation::flush_text(std::string& text) {

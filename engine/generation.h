@@ -23,6 +23,8 @@ struct GenerationLimits {
   // The backend applies a constrained row's token mask on its device before taking the row's
   // candidates (Backend::applies_token_masks), so such rows need not come back whole.
   bool token_masks_on_device = false;
+  // What one constrained token may cost its grammar; past it the sample ends in error.
+  std::uint64_t grammar_step_work = kDefaultGrammarStepWork;
 };
 
 // One sample of a request: chooses its tokens from logits and turns each into an event, with
@@ -81,6 +83,7 @@ class Generation {
   // Leaves only the tokens the grammar allows next in `row`; false when it allows none.
   bool mask_row(std::span<float> row);
   std::int32_t end_at_dead_end(std::span<const float> logits);
+  std::string grammar_error_message() const;
 
   const Request& request_;
   std::int32_t index_;
@@ -97,7 +100,10 @@ class Generation {
   std::int32_t reasoning_tokens_ = 0;
   std::size_t forcing_ = kNotForcing;  // the next of the budget's close_tokens to force
   std::optional<grammar::GrammarMatcher> matcher_;
-  bool dead_end_ = false;  // the grammar allowed no token: the sample ends in error
+  std::uint64_t grammar_step_work_;
+  // The grammar allowed no token, or its mask cost more than grammar_step_work_: the sample
+  // ends in error.
+  bool dead_end_ = false;
   static constexpr std::size_t kNotForcing = static_cast<std::size_t>(-1);
 };
 

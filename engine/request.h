@@ -20,6 +20,11 @@ class TokenizedGrammar;
 }
 
 inline constexpr std::size_t kMaxStopStrings = 16;
+// What one token of a structured output may cost its grammar by default, in GrammarMatcher's
+// step work (units of about a nanosecond): ten times the most a mask of the test grammars takes
+// over the Qwen3 vocabulary (docs/config.md). And what one sample's grammar may hold.
+inline constexpr std::uint64_t kDefaultGrammarStepWork = 25'000'000;
+inline constexpr std::uint64_t kGrammarMatcherMemoryBytes = 32ull << 20;
 inline constexpr std::int32_t kMaxParallelSamples = 128;
 
 // When to stop generating (OpenAI / vLLM semantics). EOS and stop_token_ids are suppressed until
@@ -66,6 +71,7 @@ struct Request {
   // Structured output: every sample's text is a sentence of this grammar (outside reasoning),
   // or stops at max_tokens. Null: unconstrained.
   std::shared_ptr<const grammar::TokenizedGrammar> grammar;
+  std::string grammar_field;  // the request field it came from, named in errors
   SlowConsumerPolicy slow_consumer = SlowConsumerPolicy::pause;
   std::size_t channel_capacity = 0;  // events; 0 takes EngineOptions::event_channel_capacity
 };

@@ -90,7 +90,11 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
       [tokenizer = served->tokenizer.get(), size = config.vocab_size, eos = config.eos_token_ids] {
         return grammar::TokenVocabulary::from_tokenizer(*tokenizer, size, eos);
       },
-      std::chrono::milliseconds(spec.structured_outputs_compile_timeout_ms));
+      grammar::CompileOptions{
+          std::chrono::milliseconds(spec.structured_outputs_compile_timeout_ms),
+          static_cast<std::size_t>(std::max(spec.structured_outputs_max_concurrent_compiles, 1)),
+          // Compiles run no higher than the engine: at its nice value, which is the pool's.
+          pool.worker_nice()});
 
   if (spec.max_model_len > config.context_length) {
     return Error{describe(spec, fmt::format("max_model_len {} exceeds the model's context of {}",
@@ -117,6 +121,7 @@ Expected<std::unique_ptr<ServedModel>> load_served_model(const ModelSpec& spec,
   options.kv_cache_bytes = *kv_bytes;
   options.enable_prefix_caching = spec.enable_prefix_caching;
   options.thread_nice = pool.worker_nice();  // it joins the pool's loops
+  options.grammar_step_work = spec.structured_outputs_max_mask_work;
   options.scheduler.max_num_seqs = spec.max_num_seqs;
   options.scheduler.max_num_batched_tokens = spec.max_num_batched_tokens;
   options.admission.max_waiting_sequences = spec.max_waiting_sequences;

@@ -70,6 +70,10 @@ struct ModelSpec {
   std::string reasoning_parser;
   // A grammar (structured output) that does not compile in this time is refused with a 400.
   int structured_outputs_compile_timeout_ms = 2000;
+  // Grammars compiling at once; more wait for a thread within their timeout, or get a 429.
+  int structured_outputs_max_concurrent_compiles = 2;
+  // What one token of a structured output may cost its grammar (GrammarMatcher's step work).
+  std::uint64_t structured_outputs_max_mask_work = kDefaultGrammarStepWork;
   bool required = false;  // a failed load fails the whole registry
   std::string note;       // shown to clients, e.g. that a demo model's text is random
   ModelSamplingDefaults sampling;

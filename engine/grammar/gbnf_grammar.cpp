@@ -51,11 +51,12 @@ std::size_t decode_utf8(std::string_view text, std::size_t i, char32_t& out) {
 // first used so that errors found only at the end can still name a place.
 class GbnfParser {
  public:
-  explicit GbnfParser(std::string_view text) : text_(text) {}
+  GbnfParser(std::string_view text, CompileDeadline deadline) : text_(text), builder_(deadline) {}
 
   Expected<std::shared_ptr<const Grammar>> compile() {
     skip_space_and_line_breaks();
     while (!at_end()) {
+      if (builder_.out_of_time()) return GrammarBuilder::timed_out();
       if (Status parsed = parse_rule(); !parsed) return parsed.error();
       skip_space_and_line_breaks();
     }
@@ -64,6 +65,7 @@ class GbnfParser {
       if (!definitions_.contains(name)) return error_at("undefined rule \"" + name + "\"", offset);
     }
     Expected<std::shared_ptr<const Grammar>> built = builder_.build(builder_.rule("root"));
+    if (!built && built.error().message == kCompileTimedOut) return built.error();
     if (!built) return gbnf_error(built.error().message);
     return built;
   }
@@ -425,8 +427,9 @@ class GbnfParser {
 
 }  // namespace
 
-Expected<std::shared_ptr<const Grammar>> compile_gbnf(std::string_view text) {
-  return GbnfParser(text).compile();
+Expected<std::shared_ptr<const Grammar>> compile_gbnf(std::string_view text,
+                                                      CompileDeadline deadline) {
+  return GbnfParser(text, deadline).compile();
 }
 
 }  // namespace tern::engine::grammar

@@ -18,6 +18,7 @@ namespace tern::engine::grammar {
 // column in bytes) where there is a place to name: undefined rules, rules defined twice,
 // unterminated literals and classes, bad escapes and repetitions. A missing root rule and left
 // recursion (the builder's message, naming the rule) have none.
-Expected<std::shared_ptr<const Grammar>> compile_gbnf(std::string_view text);
+Expected<std::shared_ptr<const Grammar>> compile_gbnf(std::string_view text,
+                                                      CompileDeadline deadline = {});
 
 }  // namespace tern::engine::grammar

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -80,31 +81,40 @@ struct Nfa {
     std::vector<StateId> empties;
     bool final = false;
   };
+  explicit Nfa(CompileDeadline& deadline) : deadline(deadline) {}
+
+  CompileDeadline& deadline;
   std::vector<State> states;
-  bool too_large = false;
+  bool stopped = false;  // too large or too late: writing stops
+  bool late = false;
 
   StateId add() {
     if (states.size() >= kMaxAutomatonStates) {
-      too_large = true;
+      stopped = true;
+      return 0;
+    }
+    if (deadline.passed()) {
+      stopped = late = true;
       return 0;
     }
     states.emplace_back();
     return static_cast<StateId>(states.size() - 1);
   }
   void empty_move(StateId from, StateId to) {
-    if (!too_large) states[static_cast<std::size_t>(from)].empties.push_back(to);
+    if (!stopped) states[static_cast<std::size_t>(from)].empties.push_back(to);
   }
   void byte_move(StateId from, std::uint8_t first, std::uint8_t last, StateId to) {
-    if (!too_large) states[static_cast<std::size_t>(from)].bytes.push_back({first, last, to});
+    if (!stopped) states[static_cast<std::size_t>(from)].bytes.push_back({first, last, to});
   }
   void call(StateId from, std::int32_t rule, StateId to) {
-    if (!too_large) states[static_cast<std::size_t>(from)].calls.push_back({rule, to});
+    if (!stopped) states[static_cast<std::size_t>(from)].calls.push_back({rule, to});
   }
 };
 
 }  // namespace
 
 GrammarBuilder::GrammarBuilder() = default;
+GrammarBuilder::GrammarBuilder(CompileDeadline deadline) : deadline_(deadline) {}
 GrammarBuilder::~GrammarBuilder() = default;
 GrammarBuilder::GrammarBuilder(GrammarBuilder&&) noexcept = default;
 GrammarBuilder& GrammarBuilder::operator=(GrammarBuilder&&) noexcept = default;
@@ -192,6 +202,10 @@ RuleId GrammarBuilder::rule(std::string_view name) {
   return id;
 }
 
+Error GrammarBuilder::timed_out() {
+  return Error{kCompileTimedOut, ErrorKind::invalid_field};
+}
+
 RuleId GrammarBuilder::fresh_rule(std::string_view hint) {
   std::string name(hint);
   for (std::size_t n = rules_.size();; ++n) {
@@ -225,7 +239,7 @@ class NfaWriter {
 
   // The state reached after `expr` from `from`.
   StateId write(ExprId expr, StateId from) {
-    if (nfa_.too_large) return from;
+    if (nfa_.stopped) return from;
     const GrammarBuilder::Node& node = nodes_[static_cast<std::size_t>(expr)];
     using Kind = GrammarBuilder::Node::Kind;
     switch (node.kind) {
@@ -275,7 +289,7 @@ class NfaWriter {
   StateId write_repeat(const GrammarBuilder::Node& node, StateId from) {
     const ExprId item = node.children[0];
     StateId at = from;
-    for (std::int32_t i = 0; i < node.min && !nfa_.too_large; ++i) {
+    for (std::int32_t i = 0; i < node.min && !nfa_.stopped; ++i) {
       const StateId start = nfa_.add();
       nfa_.empty_move(at, start);
       at = write(item, start);
@@ -290,7 +304,7 @@ class NfaWriter {
     }
     // Nested optionals, (x(x(x)?)?)?, so that each count is matched one way only.
     const StateId end = nfa_.add();
-    for (std::int32_t i = node.min; i < node.max && !nfa_.too_large; ++i) {
+    for (std::int32_t i = node.min; i < node.max && !nfa_.stopped; ++i) {
       nfa_.empty_move(at, end);
       const StateId start = nfa_.add();
       nfa_.empty_move(at, start);
@@ -333,7 +347,9 @@ struct Compacted {
   std::vector<StateId> rule_starts;
 };
 
-Compacted remove_empty_moves(const Nfa& nfa, const std::vector<StateId>& rule_starts) {
+// Empty when the deadline passes first.
+std::optional<Compacted> remove_empty_moves(const Nfa& nfa, const std::vector<StateId>& rule_starts,
+                                            CompileDeadline& deadline) {
   const std::size_t n = nfa.states.size();
   std::vector<StateId> renumbered(n, -1);
   std::vector<StateId> order;
@@ -350,6 +366,7 @@ Compacted remove_empty_moves(const Nfa& nfa, const std::vector<StateId>& rule_st
   std::vector<StateId> stack;
   std::vector<StateId> closure;
   for (std::size_t i = 0; i < order.size(); ++i) {
+    if (deadline.passed()) return std::nullopt;
     const StateId origin = order[i];
     ++stamp;
     closure.clear();
@@ -397,14 +414,16 @@ Compacted remove_empty_moves(const Nfa& nfa, const std::vector<StateId>& rule_st
 
 // Merges states that have the same finality and the same edges to the same states, until no
 // two do. Thompson's construction leaves many (each branch of a UTF-8 class ends in a state of
-// its own), and every state costs a vocabulary walk when the grammar meets a tokenizer.
-void merge_identical_states(Compacted& g) {
+// its own), and every state costs a vocabulary walk when the grammar meets a tokenizer. False
+// when the deadline passes first.
+bool merge_identical_states(Compacted& g, CompileDeadline& deadline) {
   for (;;) {
     const std::size_t n = g.states.size();
     std::map<std::vector<std::int64_t>, StateId> first_with;
     std::vector<StateId> representative(n);
     bool merged = false;
     for (std::size_t s = 0; s < n; ++s) {
+      if (deadline.passed()) return false;
       const Grammar::State& state = g.states[s];
       std::vector<std::int64_t> signature{state.final ? 1 : 0, state.byte_edge_count};
       for (std::int32_t e = 0; e < state.byte_edge_count; ++e) {
@@ -421,7 +440,7 @@ void merge_identical_states(Compacted& g) {
       representative[s] = it->second;
       merged = merged || !inserted;
     }
-    if (!merged) return;
+    if (!merged) return true;
     std::vector<StateId> renumbered(n, -1);
     StateId kept = 0;
     for (std::size_t s = 0; s < n; ++s) {
@@ -458,13 +477,14 @@ void merge_identical_states(Compacted& g) {
   }
 }
 
-// Which rules can end without reading a byte.
-std::vector<bool> nullable_rules(const Compacted& g) {
+// Which rules can end without reading a byte; empty when the deadline passes first.
+std::vector<bool> nullable_rules(const Compacted& g, CompileDeadline& deadline) {
   std::vector<bool> state_nullable(g.states.size(), false);
   std::vector<bool> rule_nullable(g.rule_starts.size(), false);
   for (bool changed = true; changed;) {
     changed = false;
     for (std::size_t s = 0; s < g.states.size(); ++s) {
+      if (deadline.passed()) return {};
       if (state_nullable[s]) continue;
       const Grammar::State& state = g.states[s];
       bool nullable = state.final;
@@ -489,15 +509,18 @@ std::vector<bool> nullable_rules(const Compacted& g) {
 }
 
 // A rule that can call itself before reading a byte would make the parse stack grow forever:
-// the rule on such a cycle, or -1.
-std::int32_t left_recursive_rule(const Compacted& g) {
-  const std::vector<bool> nullable = nullable_rules(g);
+// the rule on such a cycle, or -1; kLate when the deadline passes first.
+constexpr std::int32_t kLate = -2;
+std::int32_t left_recursive_rule(const Compacted& g, CompileDeadline& deadline) {
+  const std::vector<bool> nullable = nullable_rules(g, deadline);
   const std::size_t rules = g.rule_starts.size();
+  if (nullable.size() != rules) return kLate;
   // calls_first[r]: the rules r may call before reading a byte.
   std::vector<std::vector<std::int32_t>> calls_first(rules);
   std::vector<std::uint32_t> seen(g.states.size(), 0);
   std::vector<StateId> stack;
   for (std::size_t r = 0; r < rules; ++r) {
+    if (deadline.passed()) return kLate;
     const auto stamp = static_cast<std::uint32_t>(r + 1);
     stack.assign(1, g.rule_starts[r]);
     seen[static_cast<std::size_t>(g.rule_starts[r])] = stamp;
@@ -542,7 +565,7 @@ std::int32_t left_recursive_rule(const Compacted& g) {
 
 }  // namespace
 
-Expected<std::shared_ptr<const Grammar>> GrammarBuilder::build(RuleId root) const {
+Expected<std::shared_ptr<const Grammar>> GrammarBuilder::build(RuleId root) {
   if (root < 0 || static_cast<std::size_t>(root) >= rules_.size()) {
     return grammar_error("the grammar has no root rule");
   }
@@ -554,7 +577,8 @@ Expected<std::shared_ptr<const Grammar>> GrammarBuilder::build(RuleId root) cons
   if (rules_[static_cast<std::size_t>(root)].body < 0) {
     return grammar_error("undefined rule \"" + rules_[static_cast<std::size_t>(root)].name + "\"");
   }
-  Nfa nfa;
+  if (deadline_.passed_now()) return timed_out();
+  Nfa nfa(deadline_);
   NfaWriter writer(nodes_, nfa);
   std::vector<StateId> starts;
   for (const RuleData& rule : rules_) {
@@ -562,25 +586,30 @@ Expected<std::shared_ptr<const Grammar>> GrammarBuilder::build(RuleId root) cons
     starts.push_back(start);
     if (rule.body < 0) continue;
     const StateId end = writer.write(rule.body, start);
-    if (nfa.too_large) break;
+    if (nfa.stopped) break;
     nfa.states[static_cast<std::size_t>(end)].final = true;
   }
-  if (nfa.too_large) {
+  if (nfa.late) return timed_out();
+  if (nfa.stopped) {
     return grammar_error("the grammar is too large: over " + std::to_string(kMaxAutomatonStates) +
                          " automaton states");
   }
-  Compacted compacted = remove_empty_moves(nfa, starts);
-  merge_identical_states(compacted);
-  if (const std::int32_t rule = left_recursive_rule(compacted); rule >= 0) {
-    return grammar_error("rule \"" + rules_[static_cast<std::size_t>(rule)].name +
+  std::optional<Compacted> compacted = remove_empty_moves(nfa, starts, deadline_);
+  // The automaton with empty moves is the largest thing a compile holds: freed before the rest.
+  nfa.states = {};
+  if (!compacted || !merge_identical_states(*compacted, deadline_)) return timed_out();
+  const std::int32_t recursive = left_recursive_rule(*compacted, deadline_);
+  if (recursive == kLate) return timed_out();
+  if (recursive >= 0) {
+    return grammar_error("rule \"" + rules_[static_cast<std::size_t>(recursive)].name +
                          "\" is left-recursive: it can reach itself without reading a character");
   }
   std::vector<std::string> names;
   names.reserve(rules_.size());
   for (const RuleData& rule : rules_) names.push_back(rule.name);
   return std::make_shared<const Grammar>(
-      std::move(compacted.states), std::move(compacted.byte_edges), std::move(compacted.call_edges),
-      std::move(compacted.rule_starts), std::move(names), root);
+      std::move(compacted->states), std::move(compacted->byte_edges),
+      std::move(compacted->call_edges), std::move(compacted->rule_starts), std::move(names), root);
 }
 
 Grammar::Grammar(std::vector<State> states, std::vector<ByteEdge> byte_edges,

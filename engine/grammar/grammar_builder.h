@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/expected.h"
+#include "engine/grammar/compile_deadline.h"
 
 namespace tern::engine::grammar {
 
@@ -32,6 +33,8 @@ class GrammarBuilder {
   static constexpr std::int32_t kUnbounded = std::numeric_limits<std::int32_t>::max();
 
   GrammarBuilder();
+  // A builder whose build() gives up, with kCompileTimedOut, once `deadline` passes.
+  explicit GrammarBuilder(CompileDeadline deadline);
   ~GrammarBuilder();
   GrammarBuilder(GrammarBuilder&&) noexcept;
   GrammarBuilder& operator=(GrammarBuilder&&) noexcept;
@@ -61,10 +64,15 @@ class GrammarBuilder {
   // A fresh rule named after `hint` (for helpers a front end makes up).
   RuleId fresh_rule(std::string_view hint);
 
+  // The compile's deadline has passed: front ends ask in their loops and give up with
+  // timed_out(), as build() does.
+  bool out_of_time() { return deadline_.passed(); }
+  static Error timed_out();
+
   // The grammar whose language is `root`'s. Fails, naming the rule, when a referenced rule is not
-  // defined, a rule is left-recursive (it can reach itself without consuming a byte), or the
-  // grammar is larger than the matcher takes.
-  Expected<std::shared_ptr<const Grammar>> build(RuleId root) const;
+  // defined, a rule is left-recursive (it can reach itself without consuming a byte), the
+  // grammar is larger than the matcher takes, or the deadline passes.
+  Expected<std::shared_ptr<const Grammar>> build(RuleId root);
 
   struct Node;
   struct RuleData;
@@ -73,6 +81,7 @@ class GrammarBuilder {
   std::vector<Node> nodes_;
   std::vector<RuleData> rules_;
   std::unordered_map<std::string, RuleId> rule_index_;
+  CompileDeadline deadline_;
 };
 
 }  // namespace tern::engine::grammar

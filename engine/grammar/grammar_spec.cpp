@@ -29,7 +29,8 @@ std::string GrammarSpec::cache_key() const {
   return key;
 }
 
-Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec) {
+Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec,
+                                                         CompileDeadline deadline) {
   Expected<std::shared_ptr<const Grammar>> compiled = Error{"no grammar was asked for"};
   switch (spec.kind) {
     case GrammarSpec::Kind::none:
@@ -40,21 +41,21 @@ Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec
     case GrammarSpec::Kind::json_schema: {
       JsonSchemaOptions options;
       options.strict = spec.strict;
-      compiled = compile_json_schema(spec.text, options);
+      compiled = compile_json_schema(spec.text, options, deadline);
       break;
     }
     case GrammarSpec::Kind::regex:
-      compiled = compile_regex(spec.text);
+      compiled = compile_regex(spec.text, deadline);
       break;
     case GrammarSpec::Kind::choice:
-      compiled = compile_choice(spec.choices);
+      compiled = compile_choice(spec.choices, deadline);
       break;
     case GrammarSpec::Kind::gbnf:
-      compiled = compile_gbnf(spec.text);
+      compiled = compile_gbnf(spec.text, deadline);
       break;
     case GrammarSpec::Kind::tool_calls:
-      compiled =
-          compile_tool_calls(spec.text, spec.tool_name, spec.tool_parser, spec.parallel_tool_calls);
+      compiled = compile_tool_calls(spec.text, spec.tool_name, spec.tool_parser,
+                                    spec.parallel_tool_calls, deadline);
       break;
   }
   if (compiled.ok()) return compiled;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/expected.h"
+#include "engine/grammar/compile_deadline.h"
 #include "engine/grammar/grammar.h"
 
 namespace tern::engine::grammar {
@@ -30,7 +31,9 @@ struct GrammarSpec {
   std::string cache_key() const;
 };
 
-// Errors name the spec's field and, inside it, the keyword, pointer or position at fault.
-Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec);
+// Errors name the spec's field and, inside it, the keyword, pointer or position at fault. Past
+// `deadline` every front end gives up with kCompileTimedOut.
+Expected<std::shared_ptr<const Grammar>> compile_grammar(const GrammarSpec& spec,
+                                                         CompileDeadline deadline = {});
 
 }  // namespace tern::engine::grammar

@@ -168,6 +168,7 @@ class SchemaCompiler {
       return schema_error("JSON Schema " + at(pointer) + " is nested more than " +
                           std::to_string(kMaxDepth) + " levels deep");
     }
+    if (builder_.out_of_time()) return GrammarBuilder::timed_out();
     ++depth_;
     Expected<ExprId> compiled = compile_schema(schema, pointer);
     --depth_;
@@ -322,6 +323,7 @@ class SchemaCompiler {
     std::set<std::string> spellings;
     std::vector<ExprId> alternatives;
     for (const element& value : values) {
+      if (builder_.out_of_time()) return GrammarBuilder::timed_out();
       if (types && !types->admits(value)) continue;
       std::string spelled = compact_json(value);
       if (spellings.insert(spelled).second) alternatives.push_back(builder_.literal(spelled));
@@ -674,11 +676,13 @@ Expected<RuleId> add_json_schema(GrammarBuilder& builder, std::string_view schem
 }
 
 Expected<std::shared_ptr<const Grammar>> compile_json_schema(std::string_view schema_json,
-                                                             const JsonSchemaOptions& options) {
-  GrammarBuilder builder;
+                                                             const JsonSchemaOptions& options,
+                                                             CompileDeadline deadline) {
+  GrammarBuilder builder(deadline);
   auto root = add_json_schema(builder, schema_json, options);
   if (!root) return root.error();
   auto grammar = builder.build(*root);
+  if (!grammar && grammar.error().message == kCompileTimedOut) return grammar.error();
   if (!grammar) return schema_error("JSON Schema: " + grammar.error().message);
   return grammar;
 }

@@ -51,7 +51,8 @@ struct JsonSchemaOptions {
 Expected<RuleId> add_json_schema(GrammarBuilder& builder, std::string_view schema_json,
                                  const JsonSchemaOptions& options = {});
 Expected<std::shared_ptr<const Grammar>> compile_json_schema(std::string_view schema_json,
-                                                             const JsonSchemaOptions& options = {});
+                                                             const JsonSchemaOptions& options = {},
+                                                             CompileDeadline deadline = {});
 
 // Any JSON object, its values of any type nested to any depth (response_format json_object).
 RuleId add_any_json_object(GrammarBuilder& builder, const JsonSchemaOptions& options = {});

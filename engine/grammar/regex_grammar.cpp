@@ -737,8 +737,9 @@ Expected<ExprId> add_regex(GrammarBuilder& builder, std::string_view pattern,
   return RegexEmitter(builder, options).emit(*parsed);
 }
 
-Expected<std::shared_ptr<const Grammar>> compile_regex(std::string_view pattern) {
-  GrammarBuilder builder;
+Expected<std::shared_ptr<const Grammar>> compile_regex(std::string_view pattern,
+                                                       CompileDeadline deadline) {
+  GrammarBuilder builder(deadline);
   Expected<ExprId> expression = add_regex(builder, pattern);
   if (!expression) return expression.error();
   const RuleId root = builder.rule("root");

@@ -25,6 +25,7 @@ Expected<ExprId> add_regex(GrammarBuilder& builder, std::string_view pattern,
                            const RegexOptions& options = {});
 
 // The grammar whose sentences are the texts `pattern` matches whole.
-Expected<std::shared_ptr<const Grammar>> compile_regex(std::string_view pattern);
+Expected<std::shared_ptr<const Grammar>> compile_regex(std::string_view pattern,
+                                                       CompileDeadline deadline = {});
 
 }  // namespace tern::engine::grammar

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -26,8 +27,17 @@ inline constexpr SetId kDeadSet = -1;
 // The grammar run on sets of stacks, with each (set, byte) move computed once and remembered:
 // a lazily built deterministic automaton over stack sets, so that walking token bytes is mostly
 // table lookups. Single-threaded; grows with the sets it meets.
+//
+// An ambiguous grammar's stack sets can grow exponentially with what is read (r ::= r r | "x"),
+// so the automaton counts its work and its memory. Work is counted from start_work(): a unit
+// for every stack expanded or stepped, every stack interned, and for a new set its stacks and
+// its 256 moves. Memory is what the interned stacks, sets and moves hold. Past either limit the
+// automaton stops where it is: the move under way gives kDeadSet and is not remembered, and
+// over_budget() is true until the next start_work(). What it remembered before stays right.
 class StackAutomaton {
  public:
+  static constexpr std::uint64_t kUnlimited = std::numeric_limits<std::uint64_t>::max();
+
   StackAutomaton(std::shared_ptr<const Grammar> grammar, NodeId bottom);
 
   const Grammar& grammar() const { return *grammar_; }
@@ -42,7 +52,8 @@ class StackAutomaton {
     const SetId next = transitions_[at];
     if (next != kUnvisited) return next;
     const SetId computed = compute_step(set, byte);
-    transitions_[at] = computed;
+    // A move cut short by the budget is wrong: it is computed again next time.
+    if (!over_budget_) transitions_[at] = computed;
     return computed;
   }
   SetId walk(SetId set, std::string_view bytes) {
@@ -64,6 +75,33 @@ class StackAutomaton {
 
   StateId state_of(NodeId node) const { return nodes_[static_cast<std::size_t>(node)].state; }
 
+  // Limits; kUnlimited (the default) for none.
+  void set_work_limit(std::uint64_t units) { work_limit_ = units; }
+  void set_memory_limit(std::uint64_t bytes) { memory_limit_ = bytes; }
+  void start_work() {
+    work_ = 0;
+    over_budget_ = false;
+  }
+  // Work done outside the automaton on its behalf (a mask merged from its sets' tables), so
+  // that one limit bounds a whole step. False, and over budget, past the limit.
+  bool charge(std::uint64_t units) {
+    if (over_budget_ || units > work_limit_ - work_) {
+      over_budget_ = true;
+      return false;
+    }
+    work_ += units;
+    return true;
+  }
+  std::uint64_t work() const { return work_; }
+  bool over_budget() const { return over_budget_; }
+  std::uint64_t memory_bytes() const { return memory_bytes_; }
+  std::size_t node_count() const { return nodes_.size(); }
+  std::size_t set_count() const { return sets_.size(); }
+
+  // Forgets every stack, set and move but `keep`'s stacks, and gives `keep` under its new id
+  // (kDeadSet keeps nothing). Memory shrinks to what `keep` needs; moves are computed again.
+  SetId compact(SetId keep);
+
  private:
   static constexpr SetId kUnvisited = -2;
   struct Node {
@@ -77,10 +115,13 @@ class StackAutomaton {
   };
 
   NodeId intern(StateId state, NodeId parent);
+  // Whether `nodes` more stacks fit the memory limit; over budget when not.
+  bool room_for_nodes(std::size_t nodes);
   // Adds the tops reached from `node` without reading, into the set being built.
   void expand(NodeId node);
   SetId finish_set();
   SetId compute_step(SetId set, std::uint8_t byte);
+  void start_building();
 
   std::shared_ptr<const Grammar> grammar_;
   NodeId bottom_;
@@ -99,6 +140,12 @@ class StackAutomaton {
   std::vector<std::uint32_t> expanded_stamp_;
   std::uint32_t stamp_ = 0;
   std::vector<NodeId> pending_;
+
+  std::uint64_t work_limit_ = kUnlimited;
+  std::uint64_t memory_limit_ = kUnlimited;
+  std::uint64_t work_ = 0;
+  std::uint64_t memory_bytes_ = 0;
+  bool over_budget_ = false;
 };
 
 }  // namespace tern::engine::grammar

@@ -3,28 +3,36 @@
 #include <algorithm>
 #include <bitset>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "engine/grammar/compile_deadline.h"
 #include "engine/grammar/stack_automaton.h"
 
 namespace tern::engine::grammar {
 namespace {
 
+// What the table walks' automaton may hold before it is dropped and started again.
+constexpr std::uint64_t kMaxWalkAutomatonBytes = 64ull << 20;
+
 // Walks `tokens` from `state` alone, sharing the work of common prefixes: a token that fails at
 // byte d fails there with every token after it that shares those d + 1 bytes, so whole groups
 // are passed over at once. Rejected tokens are never listed one by one: `subset` (`tokens` as a
-// mask) gives them when they are fewer than the accepted.
-TokenTable table_for(StackAutomaton& automaton, const SortedTokens& tokens, StateId state,
-                     std::vector<SetId>& path, std::vector<std::uint8_t>& escaped,
-                     const TokenMask* subset, TokenMask& scratch) {
+// mask) gives them when they are fewer than the accepted. Empty when the deadline passes first.
+std::optional<TokenTable> table_for(StackAutomaton& automaton, const SortedTokens& tokens,
+                                    StateId state, std::vector<SetId>& path,
+                                    std::vector<std::uint8_t>& escaped, const TokenMask* subset,
+                                    TokenMask& scratch, CompileDeadline& deadline) {
   TokenTable table;
   std::vector<std::int32_t> accepted;
   path[0] = automaton.lone_state_set(state);
   escaped[0] = 0;
   std::size_t valid = 0;
   for (std::size_t i = 0; i < tokens.size();) {
+    if (deadline.passed()) return std::nullopt;
     const std::string_view bytes = tokens.bytes(i);
     std::size_t depth = std::min(tokens.shared_prefix(i), valid);
     while (depth < bytes.size()) {
@@ -72,14 +80,16 @@ TokenTable table_for(StackAutomaton& automaton, const SortedTokens& tokens, Stat
 // Classes of states that no byte string of up to `depths[i]` bytes tells apart, for each i
 // (ascending): the same finality, the same calls to the same return states, and byte edges
 // into the same classes one byte shorter (Moore's refinement, read off after depths[i] rounds).
-// States of a class give every token that short the same fate.
+// States of a class give every token that short the same fate. Empty when the deadline passes
+// first.
 template <std::size_t N>
-std::array<std::vector<std::int32_t>, N> classes_up_to(const Grammar& grammar,
-                                                       const std::array<std::size_t, N>& depths) {
+std::optional<std::array<std::vector<std::int32_t>, N>> classes_up_to(
+    const Grammar& grammar, const std::array<std::size_t, N>& depths, CompileDeadline& deadline) {
   const auto states = static_cast<std::size_t>(grammar.state_count());
   std::vector<std::int32_t> classes(states);
   std::map<std::vector<std::int64_t>, std::int32_t> ids;
   for (std::size_t s = 0; s < states; ++s) {
+    if (deadline.passed()) return std::nullopt;
     const auto state = static_cast<StateId>(s);
     std::vector<std::int64_t> signature{grammar.is_final(state) ? 1 : 0};
     for (const CallEdge& call : grammar.call_edges(state)) {
@@ -98,6 +108,7 @@ std::array<std::vector<std::int32_t>, N> classes_up_to(const Grammar& grammar,
     for (; round < depths[i] && !stable; ++round) {
       ids.clear();
       for (std::size_t s = 0; s < states; ++s) {
+        if (deadline.passed()) return std::nullopt;
         std::vector<std::int64_t> signature{classes[s]};
         for (const ByteEdge& edge : grammar.byte_edges(static_cast<StateId>(s))) {
           signature.push_back(
@@ -134,51 +145,98 @@ std::string describe_bytes(const std::bitset<256>& bytes) {
 // Whether the grammar has a sentence made only of bytes some token contains: a regex that needs
 // "@" cannot be written by a model whose vocabulary has no "@" anywhere. A necessary condition
 // (tokens may still not fit together), checked so that such a request fails at once with a 400
-// instead of at the dead end.
-Status check_writable(const Grammar& grammar, const TokenVocabulary& vocabulary) {
+// instead of at the dead end. Linear in the grammar's edges: a state is marked productive once,
+// from the edges into productive states (a call waits for both its rule and its return).
+Status check_writable(const Grammar& grammar, const TokenVocabulary& vocabulary,
+                      CompileDeadline& deadline) {
+  const Error late{kCompileTimedOut, ErrorKind::invalid_field};
   std::bitset<256> spelled;
   for (const TokenVocabulary::Band& band : vocabulary.bands()) {
     for (std::size_t i = 0; i < band.tokens.size(); ++i) {
+      if (deadline.passed()) return late;
       for (const char c : band.tokens.bytes(i)) spelled.set(static_cast<std::uint8_t>(c));
     }
   }
+  // spelled_below[b]: how many bytes under b some token contains.
+  std::array<int, 257> spelled_below{};
+  for (std::size_t b = 0; b < 256; ++b) spelled_below[b + 1] = spelled_below[b] + spelled[b];
+  auto any_spelled = [&](const ByteEdge& edge) {
+    return spelled_below[edge.last + 1u] > spelled_below[edge.first];
+  };
   const auto states = static_cast<std::size_t>(grammar.state_count());
-  std::vector<bool> productive(states, false);
-  std::bitset<256> missing;
-  for (bool changed = true; changed;) {
-    changed = false;
+  // The states that wait on each state: a byte edge's source (kByteEdge) or a call's source
+  // (the call's index), in compressed rows.
+  constexpr std::int32_t kByteEdge = -1;
+  struct Waiter {
+    StateId state;
+    std::int32_t call;
+  };
+  std::vector<std::uint32_t> row(states + 1, 0);
+  auto for_each_wait = [&](auto&& visit) {
     for (std::size_t s = 0; s < states; ++s) {
-      if (productive[s]) continue;
       const auto state = static_cast<StateId>(s);
-      bool ok = grammar.is_final(state);
       for (const ByteEdge& edge : grammar.byte_edges(state)) {
-        if (ok) break;
-        if (!productive[static_cast<std::size_t>(edge.target)]) continue;
-        for (int b = edge.first; b <= edge.last && !ok; ++b)
-          ok = spelled[static_cast<std::size_t>(b)];
+        if (any_spelled(edge)) visit(edge.target, Waiter{state, kByteEdge});
       }
-      for (const CallEdge& call : grammar.call_edges(state)) {
-        if (ok) break;
-        ok = productive[static_cast<std::size_t>(grammar.rule_start(call.rule))] &&
-             productive[static_cast<std::size_t>(call.return_state)];
+      const std::span<const CallEdge> calls = grammar.call_edges(state);
+      for (std::size_t c = 0; c < calls.size(); ++c) {
+        visit(grammar.rule_start(calls[c].rule), Waiter{state, static_cast<std::int32_t>(c)});
+        visit(calls[c].return_state, Waiter{state, static_cast<std::int32_t>(c)});
       }
-      if (!ok) continue;
+    }
+  };
+  for_each_wait([&](StateId on, const Waiter&) { ++row[static_cast<std::size_t>(on) + 1]; });
+  if (deadline.passed_now()) return late;
+  for (std::size_t s = 0; s < states; ++s) row[s + 1] += row[s];
+  std::vector<Waiter> waiters(row[states]);
+  std::vector<std::uint32_t> filled(row.begin(), row.end() - 1);
+  for_each_wait([&](StateId on, const Waiter& waiter) {
+    waiters[filled[static_cast<std::size_t>(on)]++] = waiter;
+  });
+  std::vector<bool> productive(states, false);
+  std::vector<StateId> found;
+  for (std::size_t s = 0; s < states; ++s) {
+    if (!grammar.is_final(static_cast<StateId>(s))) continue;
+    productive[s] = true;
+    found.push_back(static_cast<StateId>(s));
+  }
+  while (!found.empty()) {
+    if (deadline.passed()) return late;
+    const auto on = static_cast<std::size_t>(found.back());
+    found.pop_back();
+    for (std::uint32_t w = row[on]; w < row[on + 1]; ++w) {
+      const Waiter& waiter = waiters[w];
+      const auto s = static_cast<std::size_t>(waiter.state);
+      if (productive[s]) continue;
+      if (waiter.call != kByteEdge) {
+        const CallEdge& call =
+            grammar.call_edges(waiter.state)[static_cast<std::size_t>(waiter.call)];
+        if (!productive[static_cast<std::size_t>(grammar.rule_start(call.rule))] ||
+            !productive[static_cast<std::size_t>(call.return_state)]) {
+          continue;
+        }
+      }
       productive[s] = true;
-      changed = true;
+      found.push_back(waiter.state);
     }
   }
   if (productive[static_cast<std::size_t>(grammar.rule_start(grammar.root_rule()))]) {
     return Status::success();
   }
+  // The bytes of edges no token can take, as runs: +1 where one starts, -1 past its end.
+  std::array<int, 257> missing_runs{};
   for (std::size_t s = 0; s < states; ++s) {
+    if (deadline.passed()) return late;
     for (const ByteEdge& edge : grammar.byte_edges(static_cast<StateId>(s))) {
-      bool any = false;
-      for (int b = edge.first; b <= edge.last; ++b)
-        any = any || spelled[static_cast<std::size_t>(b)];
-      if (!any) {
-        for (int b = edge.first; b <= edge.last; ++b) missing.set(static_cast<std::size_t>(b));
-      }
+      if (any_spelled(edge)) continue;
+      ++missing_runs[edge.first];
+      --missing_runs[edge.last + 1u];
     }
+  }
+  std::bitset<256> missing;
+  for (int b = 0, open = 0; b < 256; ++b) {
+    open += missing_runs[static_cast<std::size_t>(b)];
+    if (open > 0) missing.set(static_cast<std::size_t>(b));
   }
   std::string message = "the model's vocabulary cannot write any output the grammar allows";
   if (missing.any()) message += fmt::format(": no token contains {}", describe_bytes(missing));
@@ -189,12 +247,12 @@ Status check_writable(const Grammar& grammar, const TokenVocabulary& vocabulary)
 
 Expected<std::shared_ptr<const TokenizedGrammar>> TokenizedGrammar::create(
     std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
-    std::chrono::steady_clock::time_point deadline) {
-  if (Status writable = check_writable(*grammar, *vocabulary); !writable.ok()) {
+    std::chrono::steady_clock::time_point until) {
+  CompileDeadline deadline(until);
+  if (Status writable = check_writable(*grammar, *vocabulary, deadline); !writable.ok()) {
     return writable.error();
   }
-  const Error late{"the grammar did not compile in time: its token tables took too long",
-                   ErrorKind::invalid_field};
+  const Error late{kCompileTimedOut, ErrorKind::invalid_field};
   StackAutomaton automaton(grammar, kUnknownCaller);
   std::size_t longest = 0;
   for (const TokenVocabulary::Band& band : vocabulary->bands()) {
@@ -203,7 +261,9 @@ Expected<std::shared_ptr<const TokenizedGrammar>> TokenizedGrammar::create(
   std::vector<SetId> path(longest + 1, kDeadSet);
   std::vector<std::uint8_t> escaped(longest + 1, 0);
   TokenMask scratch(vocabulary->size());
-  const auto classes = classes_up_to(*grammar, TokenVocabulary::kBandBytes);
+  const auto band_classes = classes_up_to(*grammar, TokenVocabulary::kBandBytes, deadline);
+  if (!band_classes) return late;
+  const auto& classes = *band_classes;
   const auto states = static_cast<std::size_t>(grammar->state_count());
   std::array<BandTables, TokenVocabulary::kBands> bands;
   for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
@@ -214,14 +274,19 @@ Expected<std::shared_ptr<const TokenizedGrammar>> TokenizedGrammar::create(
     for (std::size_t s = 0; s < states; ++s) {
       const auto state = static_cast<StateId>(s);
       if (grammar->byte_edges(state).empty()) continue;
-      if (std::chrono::steady_clock::now() > deadline) return late;
+      if (deadline.passed_now()) return late;
       // The last band's tokens are few and long: a table per state.
       const std::int32_t key = b < classes.size() ? classes[b][s] : static_cast<std::int32_t>(s);
       const auto [found, added] =
           table_of_class.try_emplace(key, static_cast<std::int32_t>(tables.tables.size()));
       if (added) {
-        tables.tables.push_back(
-            table_for(automaton, band.tokens, state, path, escaped, &band.mask, scratch));
+        std::optional<TokenTable> table =
+            table_for(automaton, band.tokens, state, path, escaped, &band.mask, scratch, deadline);
+        if (!table) return late;
+        tables.tables.push_back(std::move(*table));
+        // Walks from one state rarely share sets with another's: a large grammar's automaton
+        // is dropped rather than kept whole.
+        if (automaton.memory_bytes() > kMaxWalkAutomatonBytes) automaton.compact(kDeadSet);
       }
       tables.table_of[s] = found->second;
     }

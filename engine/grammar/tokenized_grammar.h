@@ -29,12 +29,11 @@ struct TokenTable {
 // vocabulary); immutable after, shared by its matchers.
 class TokenizedGrammar {
  public:
-  // Fails when the vocabulary cannot write any sentence of the grammar, or when the tables are
-  // not done by `deadline`.
+  // Fails when the vocabulary cannot write any sentence of the grammar, or, with
+  // kCompileTimedOut, when the check and the tables are not done by `until`.
   static Expected<std::shared_ptr<const TokenizedGrammar>> create(
       std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
-      std::chrono::steady_clock::time_point deadline =
-          std::chrono::steady_clock::time_point::max());
+      std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
 
   struct BandTables {
     std::vector<TokenTable> tables;

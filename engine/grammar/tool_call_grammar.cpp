@@ -39,7 +39,8 @@ Error tools_error(std::string message) {
 Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view tools_json,
                                                             std::string_view only_tool,
                                                             std::string_view parser,
-                                                            bool parallel_calls) {
+                                                            bool parallel_calls,
+                                                            CompileDeadline deadline) {
   auto format = format_of(parser);
   if (!format) return format.error();
   simdjson::dom::parser json;
@@ -48,7 +49,7 @@ Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view too
   if (json.parse(text).get_array().get(tools) != simdjson::SUCCESS) {
     return tools_error("'tools' must be an array of function tools");
   }
-  GrammarBuilder builder;
+  GrammarBuilder builder(deadline);
   std::vector<ExprId> calls;
   std::size_t index = 0;
   for (simdjson::dom::element tool : tools) {
@@ -65,6 +66,7 @@ Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view too
       schema = simdjson::minify(parameters);
     }
     auto arguments = add_json_schema(builder, schema, {});
+    if (!arguments && arguments.error().message == kCompileTimedOut) return arguments.error();
     if (!arguments) {
       return tools_error(fmt::format("{}.parameters: {}", where, arguments.error().message));
     }

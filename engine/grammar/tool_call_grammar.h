@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "engine/expected.h"
+#include "engine/grammar/compile_deadline.h"
 #include "engine/grammar/grammar.h"
 
 namespace tern::engine::grammar {
@@ -19,6 +20,7 @@ namespace tern::engine::grammar {
 Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view tools_json,
                                                             std::string_view only_tool,
                                                             std::string_view parser,
-                                                            bool parallel_calls);
+                                                            bool parallel_calls,
+                                                            CompileDeadline deadline = {});
 
 }  // namespace tern::engine::grammar

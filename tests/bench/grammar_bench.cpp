@@ -1,7 +1,8 @@
 // Constrained decoding's costs with a real vocabulary: how long a grammar takes to compile and
 // to make ready for the vocabulary, and how long each next-token mask takes along random walks
 // (a token drawn uniformly among those allowed, which visits more states than a trained model
-// would). Prints one line per grammar and the medians and p99 over all masks.
+// would). Prints one line per grammar and the medians and p99 over all masks. Matchers run under
+// the engine's default budget (kDefaultGrammarStepWork); `work max` is the most one step took.
 //
 //   grammar_bench TOKENIZER_PATH WALKS STEPS schemas FILE.json   (an array of {name, schema})
 //   grammar_bench TOKENIZER_PATH WALKS STEPS regex PATTERN
@@ -22,6 +23,7 @@
 #include "engine/grammar/grammar_spec.h"
 #include "engine/grammar/token_vocabulary.h"
 #include "engine/grammar/tokenized_grammar.h"
+#include "engine/request.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace {
@@ -103,8 +105,11 @@ int main(int argc, char** argv) {
               vocabulary->spelled_count(), micros(Clock::now() - start) / 1000);
   std::vector<double> all_masks;
   std::vector<double> compile_ms;
-  std::printf("%-24s %9s %10s %10s %10s %10s %8s\n", "grammar", "states/tbl", "compile ms",
-              "tables ms", "mask p50", "mask p99", "ended");
+  std::uint64_t all_work = 0;
+  const MatcherLimits limits{tern::engine::kDefaultGrammarStepWork,
+                             tern::engine::kGrammarMatcherMemoryBytes};
+  std::printf("%-24s %9s %10s %10s %10s %10s %8s %9s\n", "grammar", "states/tbl", "compile ms",
+              "tables ms", "mask p50", "mask p99", "ended", "work max");
   for (const NamedSpec& named : specs) {
     start = Clock::now();
     auto grammar = compile_grammar(named.spec);
@@ -123,9 +128,10 @@ int main(int argc, char** argv) {
     compile_ms.push_back(front_ms + tables_ms);
     std::vector<double> mask_us;
     int ended = 0;
+    std::uint64_t work = 0;
     for (int walk = 0; walk < walks; ++walk) {
       std::mt19937 rng(static_cast<std::uint32_t>(walk));
-      GrammarMatcher matcher(*tokenized);
+      GrammarMatcher matcher(*tokenized, limits);
       std::vector<std::int32_t> allowed;
       for (int step = 0; step < steps && !matcher.ended(); ++step) {
         const Clock::time_point t0 = Clock::now();
@@ -136,7 +142,8 @@ int main(int argc, char** argv) {
           if (mask.test(token)) allowed.push_back(token);
         }
         if (allowed.empty()) {
-          std::fprintf(stderr, "%s: dead end at walk %d step %d\n", named.name.c_str(), walk, step);
+          std::fprintf(stderr, "%s: %s at walk %d step %d\n", named.name.c_str(),
+                       matcher.over_budget() ? "over the step budget" : "dead end", walk, step);
           return 1;
         }
         // The end, when allowed, is taken at once half the time: a random walk would otherwise
@@ -151,17 +158,20 @@ int main(int argc, char** argv) {
         }
       }
       ended += matcher.ended() ? 1 : 0;
+      work = std::max(work, matcher.usage().peak_step_work);
     }
-    std::printf("%-24s %4d/%-4zu %10.2f %10.2f %10.1f %10.1f %4d/%d\n", named.name.c_str(),
+    std::printf("%-24s %4d/%-4zu %10.2f %10.2f %10.1f %10.1f %4d/%d %9llu\n", named.name.c_str(),
                 (*grammar)->state_count(), (*tokenized)->table_count(), front_ms, tables_ms,
-                percentile(mask_us, 0.5), percentile(mask_us, 0.99), ended, walks);
+                percentile(mask_us, 0.5), percentile(mask_us, 0.99), ended, walks,
+                static_cast<unsigned long long>(work));
+    all_work = std::max(all_work, work);
     all_masks.insert(all_masks.end(), mask_us.begin(), mask_us.end());
   }
   std::printf(
       "all: %zu masks, median %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us; compile median "
-      "%.1f ms, max %.1f ms\n",
+      "%.1f ms, max %.1f ms; step work max %llu\n",
       all_masks.size(), percentile(all_masks, 0.5), percentile(all_masks, 0.9),
       percentile(all_masks, 0.99), percentile(all_masks, 1.0), percentile(compile_ms, 0.5),
-      percentile(compile_ms, 1.0));
+      percentile(compile_ms, 1.0), static_cast<unsigned long long>(all_work));
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/gbnf_grammar.h"
 #include "engine/grammar/grammar_matcher.h"
 #include "engine/grammar/json_schema_grammar.h"
 #include "engine/grammar/regex_grammar.h"
@@ -186,6 +187,44 @@ TEST_F(DemoModelStructuredOutputTest, PreemptedSamplesResumeInTheirGrammarState)
     }
   }
   EXPECT_GT(engine_->stats().preempted_total, 0);
+}
+
+// Issue 28's grammar of a kilobyte whose parse-stack sets double with each x: its mask passes
+// the step budget within a few tokens, and only its own request ends, in an error naming its
+// grammar. A plain request sent beside it gives the tokens it gives alone.
+TEST_F(DemoModelStructuredOutputTest, AGrammarPastTheStepBudgetEndsOnlyItsRequest) {
+  Request plain;
+  plain.prompt_ids = factory_->tokenizer().encode("Once upon a time", true);
+  plain.sampling.temperature = 0;
+  plain.stop.max_tokens = 48;
+  auto solo_handle = engine_->submit(plain);
+  ASSERT_TRUE(solo_handle.ok());
+  const SampleOutput solo = collect(*solo_handle).samples[0];
+  for (const int n : {25, 30, 3000}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    std::string text = "root ::= r0\n";
+    for (int i = 0; i < n; ++i) {
+      const std::string next = "r" + std::to_string(i + 1);
+      text += "r" + std::to_string(i) + " ::= " + next + " " + next + " | \"x\"\n";
+    }
+    text += "r" + std::to_string(n) + " ::= \"x\"\n";
+    Request doubling = sampled(tokenized(grammar::compile_gbnf(text)), 7, 256);
+    doubling.stop.min_tokens = 256;  // only x is allowed until then
+    doubling.grammar_field = "grammar";
+    auto doubling_handle = engine_->submit(doubling);
+    auto plain_handle = engine_->submit(plain);
+    ASSERT_TRUE(doubling_handle.ok());
+    ASSERT_TRUE(plain_handle.ok());
+    const SampleOutput ended = collect(*doubling_handle).samples[0];
+    const SampleOutput beside = collect(*plain_handle).samples[0];
+    EXPECT_EQ(ended.finish_reason, FinishReason::error);
+    EXPECT_LT(ended.ids.size(), 64u);
+    EXPECT_NE(ended.message.find("the grammar of 'grammar'"), std::string::npos) << ended.message;
+    EXPECT_NE(ended.message.find("structured_outputs_max_mask_work"), std::string::npos)
+        << ended.message;
+    EXPECT_EQ(beside.ids, solo.ids);
+    EXPECT_EQ(beside.finish_reason, solo.finish_reason);
+  }
 }
 
 }  // namespace
