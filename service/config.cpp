@@ -475,6 +475,8 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
                  "tool_parser",
                  "reasoning_parser",
                  "structured_outputs_compile_timeout_ms",
+                 "structured_outputs_max_concurrent_compiles",
+                 "structured_outputs_max_mask_work",
                  "required",
                  "sampling"});
   ModelConfig model;
@@ -576,6 +578,10 @@ ModelConfig read_model(const Reader& r, const YAML::Node& node, const std::strin
       }
     } else if (key == "structured_outputs_compile_timeout_ms") {
       positive(model.structured_outputs_compile_timeout_ms);
+    } else if (key == "structured_outputs_max_concurrent_compiles") {
+      positive(model.structured_outputs_max_concurrent_compiles);
+    } else if (key == "structured_outputs_max_mask_work") {
+      positive(model.structured_outputs_max_mask_work);
     } else if (key == "required") {
       model.required = r.boolean(value, path);
     } else if (key == "sampling") {
@@ -690,14 +696,14 @@ std::string dump_config(const Config& config) {
   out << YAML::EndMap;
   out << YAML::Key << "responses_store" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "max_responses" << YAML::Value << s.responses_store.max_responses;
+  out << YAML::Key << "max_bytes" << YAML::Value << s.responses_store.max_bytes;
+  out << YAML::Key << "max_share_per_key" << YAML::Value << s.responses_store.max_share_per_key;
   out << YAML::Key << "ttl_s" << YAML::Value << s.responses_store.ttl_s;
   out << YAML::EndMap << YAML::EndMap;
 
   out << YAML::Key << "logging" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "level" << YAML::Value << config.logging.level;
   out << YAML::Key << "format" << YAML::Value
-  out << YAML::Key << "max_bytes" << YAML::Value << s.responses_store.max_bytes;
-  out << YAML::Key << "max_share_per_key" << YAML::Value << s.responses_store.max_share_per_key;
       << (config.logging.format == LogFormat::json ? "json" : "text");
   out << YAML::EndMap;
 
@@ -754,6 +760,10 @@ std::string dump_config(const Config& config) {
     }
     out << YAML::Key << "structured_outputs_compile_timeout_ms" << YAML::Value
         << m.structured_outputs_compile_timeout_ms;
+    out << YAML::Key << "structured_outputs_max_concurrent_compiles" << YAML::Value
+        << m.structured_outputs_max_concurrent_compiles;
+    out << YAML::Key << "structured_outputs_max_mask_work" << YAML::Value
+        << m.structured_outputs_max_mask_work;
     out << YAML::Key << "required" << YAML::Value << m.required;
     out << YAML::Key << "sampling" << YAML::Value << YAML::BeginMap;
     const SamplingDefaults& d = m.sampling;

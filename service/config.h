@@ -103,6 +103,8 @@ struct ModelConfig {
   std::string tool_parser;
   std::string reasoning_parser;
   int structured_outputs_compile_timeout_ms = 2000;
+  int structured_outputs_max_concurrent_compiles = 2;
+  int structured_outputs_max_mask_work = 25'000'000;  // engine::kDefaultGrammarStepWork
   bool required = false;  // a load failure stops the server instead of only this model
   SamplingDefaults sampling;
 };

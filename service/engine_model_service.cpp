@@ -50,6 +50,12 @@ compile_structured_output(const engine::ServedModel& model,
   auto compiled = model.grammars->get(spec);
   if (!compiled) {
     const Error& error = compiled.error();
+    if (error.kind == ErrorKind::overloaded) {
+      return openai::too_many_requests(
+          fmt::format("The model '{}' is compiling other grammars: {}; retry after {} s",
+                      model.spec.name, error.message, error.retry_after_s),
+          error.retry_after_s);
+    }
     return openai::invalid_request(error.field.empty() ? spec.field : error.field,
                                    fmt::format("Invalid '{}': {}", spec.field, error.message),
                                    "invalid_value");
@@ -151,6 +157,8 @@ std::vector<ModelStats> EngineModelService::stats() const {
       entry.grammars_compiled = grammars.compiled;
       entry.grammar_cache_hits = grammars.hits;
       entry.grammars_failed = grammars.failed;
+      entry.grammars_busy = grammars.busy;
+      entry.grammar_compiles_running = grammars.compiles_running;
     }
     if (const auto memory = model->backend->device_memory(); memory) {
       entry.device_memory_total_bytes = memory->device_total;
@@ -186,6 +194,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   auto grammar = compile_structured_output(model, *constraint);
   if (!grammar) return grammar.error();
   built->grammar = std::move(*grammar);
+  built->grammar_field = constraint->field;
   if (parsers.active()) {
     built->kept_special_tokens = parser_marker_tokens(*model.tokenizer, parsers);
     if (request.sampling.skip_special_tokens) {
@@ -241,6 +250,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
     auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
     if (!built) return built.error();
     built->grammar = *grammar;
+    built->grammar_field = request.structured_output.field;
     requests.push_back(std::move(*built));
   }
   const int choices = request.sampling.n;

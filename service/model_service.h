@@ -47,6 +47,8 @@ struct ModelStats {
   std::int64_t grammars_compiled = 0;
   std::int64_t grammar_cache_hits = 0;
   std::int64_t grammars_failed = 0;
+  std::int64_t grammars_busy = 0;  // 429: the compile threads stayed busy past the timeout
+  std::int64_t grammar_compiles_running = 0;
   // A device backend's memory by use ("weights", "activations", "graphs", "kv_cache") and the
   // device's total; empty on the CPU.
   std::vector<std::pair<std::string, std::uint64_t>> device_memory_bytes;
@@ -94,6 +96,7 @@ class ModelService {
   virtual openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
       const openai::CompletionRequest& request, std::string& model_id) = 0;
 
+  // Counts up to the model's context length; a longer text is 400 context_length_exceeded.
   virtual openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) = 0;
   virtual openai::ApiResult<DetokenizeResult> detokenize(
       const openai::DetokenizeRequest& request) = 0;

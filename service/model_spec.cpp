@@ -45,6 +45,10 @@ engine::ModelSpec to_model_spec(const ModelConfig& config,
   spec.tool_parser = config.tool_parser;
   spec.reasoning_parser = config.reasoning_parser;
   spec.structured_outputs_compile_timeout_ms = config.structured_outputs_compile_timeout_ms;
+  spec.structured_outputs_max_concurrent_compiles =
+      config.structured_outputs_max_concurrent_compiles;
+  spec.structured_outputs_max_mask_work =
+      static_cast<std::uint64_t>(config.structured_outputs_max_mask_work);
   spec.required = config.required;
   const SamplingDefaults& sampling = config.sampling;
   spec.sampling.temperature = sampling.temperature;

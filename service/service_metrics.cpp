@@ -71,9 +71,15 @@ ServiceMetrics::ServiceMetrics()
           "Logits rows fetched whole after their device candidates could not decide.", {"model"})),
       grammars_(registry_.counter(
           "tern_structured_output_grammars_total",
-          "Structured-output grammars asked for, by outcome: compiled, cached (a cache hit) or "
-          "failed (a 400: invalid, unwritable with the vocabulary, or past the compile timeout).",
+          "Structured-output grammars asked for, by outcome: compiled, cached (a cache hit), "
+          "failed (a 400: invalid, unwritable with the vocabulary, or past the compile timeout) "
+          "or busy (a 429: every compile thread stayed busy past the timeout).",
           {"model", "outcome"})),
+      grammar_compiles_running_(registry_.gauge(
+          "tern_structured_output_compiles_running",
+          "Structured-output grammars compiling now (at most "
+          "structured_outputs_max_concurrent_compiles per model).",
+          {"model"})),
       device_memory_(registry_.gauge(
           "tern_device_memory_bytes",
           "Device memory a CUDA model holds, by use (weights, activations, graphs, kv_cache).",
@@ -160,6 +166,9 @@ void ServiceMetrics::update_model_stats(const std::vector<ModelStats>& stats,
     advance_to(grammars_.with({model.model, "compiled"}), model.grammars_compiled);
     advance_to(grammars_.with({model.model, "cached"}), model.grammar_cache_hits);
     advance_to(grammars_.with({model.model, "failed"}), model.grammars_failed);
+    advance_to(grammars_.with({model.model, "busy"}), model.grammars_busy);
+    grammar_compiles_running_.with({model.model})
+        .set(static_cast<double>(model.grammar_compiles_running));
     if (!model.device_memory_bytes.empty()) {
       device_memory_total_.with({model.model})
           .set(static_cast<double>(model.device_memory_total_bytes));

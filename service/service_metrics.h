@@ -72,15 +72,16 @@ class ServiceMetrics {
   Family<Counter>& sampled_tokens_;
   Family<Counter>& logit_rows_fetched_;
   Family<Counter>& grammars_;
+  Family<Gauge>& grammar_compiles_running_;
   Family<Gauge>& device_memory_;
   Family<Gauge>& device_memory_total_;
   Gauge& open_connections_;
   Gauge& stream_buffered_bytes_;
   Gauge& stream_buffer_peak_bytes_;
   Family<Counter>& streams_dropped_;
-};
   Gauge& responses_stored_;
   Gauge& responses_stored_bytes_;
   Family<Counter>& responses_evicted_;
+};
 
 }  // namespace tern::service

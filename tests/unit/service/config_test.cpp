@@ -631,6 +631,30 @@ TEST(Config, DumpWritesTensorParallelWhereItIsSet) {
   EXPECT_EQ(reparsed->models[1].tensor_parallel, 2) << dumped;
 }
 
+// A structured output's bounds: compiles at once per model, and the work of one token's mask.
+TEST(Config, ReadsTheStructuredOutputBounds) {
+  const auto defaults = parse_config(kMinimal, "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(defaults->models[0].structured_outputs_max_concurrent_compiles, 2);
+  EXPECT_EQ(defaults->models[0].structured_outputs_max_mask_work, 25'000'000);
+  const auto set = parse_config(std::string(kMinimal) +
+                                    "    structured_outputs_max_concurrent_compiles: 4\n"
+                                    "    structured_outputs_max_mask_work: 1000000\n",
+                                "t.yaml", kNoEnvironment);
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  EXPECT_EQ(set->models[0].structured_outputs_max_concurrent_compiles, 4);
+  EXPECT_EQ(set->models[0].structured_outputs_max_mask_work, 1'000'000);
+  const auto reparsed = parse_config(dump_config(*set), "dump.yaml", kNoEnvironment);
+  ASSERT_TRUE(reparsed.ok()) << reparsed.error().message;
+  EXPECT_EQ(reparsed->models[0].structured_outputs_max_mask_work, 1'000'000);
+  EXPECT_NE(error_of(std::string(kMinimal) + "    structured_outputs_max_concurrent_compiles: 0\n")
+                .find("models[0].structured_outputs_max_concurrent_compiles"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "    structured_outputs_max_mask_work: -1\n")
+                .find("structured_outputs_max_mask_work"),
+            std::string::npos);
+}
+
 TEST(Config, MissingFileIsAnError) {
   const auto config = load_config_file("/nonexistent/tern.yaml", kNoEnvironment);
   ASSERT_FALSE(config.ok());

@@ -79,6 +79,8 @@ ModelStats cuda_model_stats() {
   stats.grammars_compiled = 3;
   stats.grammar_cache_hits = 7;
   stats.grammars_failed = 1;
+  stats.grammars_busy = 2;
+  stats.grammar_compiles_running = 2;
   stats.device_memory_total_bytes = 64 << 20;
   stats.kv_bytes_per_token = 160;
   stats.device_memory_bytes = {
@@ -104,6 +106,8 @@ TEST(MetricsTest, ModelStatsExportDeviceMemoryKvBytesAndSamplingPaths) {
         "tern_structured_output_grammars_total{model=\"demo\",outcome=\"compiled\"} 3",
         "tern_structured_output_grammars_total{model=\"demo\",outcome=\"cached\"} 7",
         "tern_structured_output_grammars_total{model=\"demo\",outcome=\"failed\"} 1",
+        "tern_structured_output_grammars_total{model=\"demo\",outcome=\"busy\"} 2",
+        "tern_structured_output_compiles_running{model=\"demo\"} 2",
         "tern_device_memory_bytes{model=\"demo\",use=\"weights\"} 5242880",
         "tern_device_memory_bytes{model=\"demo\",use=\"kv_cache\"} 3145728",
         "tern_device_memory_total_bytes{model=\"demo\"} 67108864"}) {

@@ -16,6 +16,17 @@ TEST(ModelSpec, CarriesTheConfigsBackendAndDevices) {
   EXPECT_EQ(to_model_spec(ModelConfig{}, {}).backend, engine::BackendKind::cpu);
 }
 
+TEST(ModelSpec, CarriesTheStructuredOutputBounds) {
+  ModelConfig config;
+  config.structured_outputs_max_concurrent_compiles = 3;
+  config.structured_outputs_max_mask_work = 123456;
+  const engine::ModelSpec spec = to_model_spec(config, {});
+  EXPECT_EQ(spec.structured_outputs_max_concurrent_compiles, 3);
+  EXPECT_EQ(spec.structured_outputs_max_mask_work, 123456u);
+  EXPECT_EQ(to_model_spec(ModelConfig{}, {}).structured_outputs_max_mask_work,
+            engine::kDefaultGrammarStepWork);
+}
+
 TEST(ModelSpec, UnsetCudaSettingsTakeTheDefaults) {
   ModelConfig config;
   config.backend = "cuda";
