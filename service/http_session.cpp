@@ -93,14 +93,30 @@ awaitable<void> reply_to_read_error(ServerCore& core, beast::tcp_stream& stream,
   co_await send_reply(core, stream, placeholder, record, Reply::error(error, false));
 }
 
-// Runs `work` on the preparation pool and resumes on the connection's strand. The result comes
-// back wrapped in optional because co_spawn needs a default-constructible value.
+// Runs `work` on the preparation queue in `client`'s line and resumes on the connection's
+// executor with its result, wrapped in optional as the call sites read it. A job that throws
+// (out of memory) answers 500 rather than ending the process on a pool thread.
 template <typename Work>
-awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core, Work work) {
+awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core,
+                                                              std::string_view client, Work work) {
   using Result = std::optional<std::invoke_result_t<Work&>>;
-  co_return co_await asio::co_spawn(
-      core.pool.get_executor(), [&work]() -> awaitable<Result> { co_return Result(work()); },
-      use_awaitable);
+  const auto executor = co_await asio::this_coro::executor;
+  auto submit = [&core, client, &work, executor](auto handler) {
+    core.preparation.submit(client, [&work, executor, handler = std::move(handler)]() mutable {
+      Result result;
+      try {
+        result.emplace(work());
+      } catch (const std::exception& error) {
+        result.emplace(
+            openai::server_error(fmt::format("Preparing the request failed: {}", error.what())));
+      }
+      asio::post(executor, [handler = std::move(handler), result = std::move(result)]() mutable {
+        std::move(handler)(std::move(result));
+      });
+    });
+  };
+  co_return co_await asio::async_initiate<const asio::use_awaitable_t<>, void(Result)>(
+      submit, use_awaitable);
 }
 
 // RFC 9112, 3.2: a 400 for an HTTP/1.1 request without Host, and for any request with more
@@ -173,28 +189,29 @@ awaitable<Reply> model_card(ServerCore& core, const Request&, const RouteMatch& 
   co_return Reply::error(openai::model_not_found(route.path_parameter));
 }
 
-awaitable<Reply> tokenize(ServerCore& core, const Request& request, const RouteMatch&) {
+awaitable<Reply> tokenize(ServerCore& core, const Request& request, std::string_view client) {
   auto parsed = openai::parse_tokenize_request(request.body());
   if (!parsed) co_return Reply::error(parsed.error());
-  auto result = co_await on_pool(core, [&] { return core.models.tokenize(*parsed); });
+  auto result = co_await on_pool(core, client, [&] { return core.models.tokenize(*parsed); });
   if (!*result) co_return Reply::error(result->error());
   co_return Reply::json(openai::encode_tokenize(result->value(), parsed->return_token_strs));
 }
 
-awaitable<Reply> detokenize(ServerCore& core, const Request& request, const RouteMatch&) {
+awaitable<Reply> detokenize(ServerCore& core, const Request& request, std::string_view client) {
   auto parsed = openai::parse_detokenize_request(request.body());
   if (!parsed) co_return Reply::error(parsed.error());
-  auto result = co_await on_pool(core, [&] { return core.models.detokenize(*parsed); });
+  auto result = co_await on_pool(core, client, [&] { return core.models.detokenize(*parsed); });
   if (!*result) co_return Reply::error(result->error());
   co_return Reply::json(openai::encode_detokenize(result->value()));
 }
 
 // Anthropic's count_tokens: the prompt rendered and tokenized as start_chat would, so the count
 // equals the same request's input_tokens plus cache_read_input_tokens.
-awaitable<Reply> count_message_tokens(ServerCore& core, const Request& request, const RouteMatch&) {
+awaitable<Reply> count_message_tokens(ServerCore& core, const Request& request,
+                                      std::string_view client) {
   auto parsed = anthropic::parse_count_tokens_request(request.body());
   if (!parsed) co_return Reply::error(parsed.error(), true, &anthropic::error_body);
-  auto result = co_await on_pool(core, [&] { return core.models.tokenize(*parsed); });
+  auto result = co_await on_pool(core, client, [&] { return core.models.tokenize(*parsed); });
   if (!*result) co_return Reply::error(result->error(), true, &anthropic::error_body);
   co_return Reply::json(anthropic::encode_count_tokens(result->value().tokens.size()));
 }
@@ -366,8 +383,8 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
     }
   }
   std::string model_id;
-  auto started =
-      co_await on_pool(core, [&] { return Kind::start(core.models, *parsed, model_id); });
+  auto started = co_await on_pool(core, parsed->client,
+                                  [&] { return Kind::start(core.models, *parsed, model_id); });
   if (!*started) {
     co_return co_await send_reply(core, stream, request, record,
                                   Reply::error(started->error(), true, encode_error));
@@ -384,6 +401,18 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
                               Kind::body_encoder(std::move(meta), *parsed), encode_error);
   if (!reply) co_return false;
   co_return co_await send_reply(core, stream, request, record, std::move(*reply));
+}
+
+// The tokenizer endpoints answer with a value, but their work waits in its client's line on the
+// preparation queue, so they need to know who asks.
+using ClientReplyHandler = awaitable<Reply> (*)(ServerCore&, const Request&, std::string_view);
+
+template <ClientReplyHandler handler>
+awaitable<bool> reply_for_client(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer&,
+                                 const Request& request, RequestRecord& record) {
+  const std::string client = client_of(core, stream, request);
+  Reply reply = co_await handler(core, request, client);
+  co_return co_await send_reply(core, stream, request, record, std::move(reply));
 }
 
 // --- the dispatch table -------------------------------------------------------------------------
@@ -405,12 +434,12 @@ constexpr std::array<Handler, 14> kHandlers{{
     {Endpoint::metrics, &metrics_text, nullptr},
     {Endpoint::models, &model_list, nullptr},
     {Endpoint::model, &model_card, nullptr},
-    {Endpoint::tokenize, &tokenize, nullptr},
-    {Endpoint::detokenize, &detokenize, nullptr},
+    {Endpoint::tokenize, nullptr, &reply_for_client<&tokenize>},
+    {Endpoint::detokenize, nullptr, &reply_for_client<&detokenize>},
     {Endpoint::chat_completions, nullptr, &generate<ChatEndpoint>},
     {Endpoint::completions, nullptr, &generate<CompletionEndpoint>},
     {Endpoint::messages, nullptr, &generate<AnthropicMessagesEndpoint>},
-    {Endpoint::messages_count_tokens, &count_message_tokens, nullptr},
+    {Endpoint::messages_count_tokens, nullptr, &reply_for_client<&count_message_tokens>},
     {Endpoint::responses, nullptr, &generate<ResponsesEndpoint>},
     {Endpoint::response, &stored_response, nullptr},
     {Endpoint::response_delete, &delete_response, nullptr},

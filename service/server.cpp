@@ -58,11 +58,10 @@ ServerCore::ServerCore(const ServerConfig& config_in, ModelService& models_in,
       streams_work(asio::make_work_guard(streams_io)),
       acceptor(io),
       signals(io),
-      pool(static_cast<std::size_t>(std::max(1, options_in.preparation_threads))) {}
+      preparation(static_cast<std::size_t>(std::max(1, options_in.preparation_threads))) {}
 
 ServerCore::~ServerCore() {
-  pool.stop();
-  pool.join();
+  preparation.stop();
 }
 
 ConnectionCount::ConnectionCount(ServerCore& core) : core_(core) {

@@ -23,7 +23,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -33,6 +32,7 @@
 #include "service/config.h"
 #include "service/model_service.h"
 #include "service/openai/response_common.h"
+#include "service/preparation_queue.h"
 #include "service/responses/response_store.h"
 #include "service/routes.h"
 #include "service/server.h"
@@ -115,7 +115,8 @@ struct ServerCore {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> streams_work;
   tcp::acceptor acceptor;
   asio::signal_set signals;
-  asio::thread_pool pool;  // ModelService calls (rendering, tokenizing), off the event loops
+  // ModelService calls (rendering, tokenizing), off the event loops, shared fairly by clients.
+  PreparationQueue preparation;
   int bound_port = 0;
   std::atomic<bool> draining{false};
   std::atomic<std::size_t> connections{0};

@@ -106,6 +106,7 @@ FakeModelService::~FakeModelService() {
     stopping_ = true;
   }
   wake_.notify_all();
+  held_changed_.notify_all();
   producer_.join();
 }
 
@@ -125,6 +126,34 @@ std::vector<openai::ChatMessage> FakeModelService::last_chat_messages() const {
   return last_chat_messages_;
 }
 
+int FakeModelService::held_count() const {
+  std::lock_guard lock(mutex_);
+  return held_;
+}
+
+int FakeModelService::holds_started() const {
+  std::lock_guard lock(mutex_);
+  return holds_started_;
+}
+
+void FakeModelService::release_held() {
+  {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+  }
+  held_changed_.notify_all();
+}
+
+void FakeModelService::hold_if_asked(const std::string& prompt) {
+  if (prompt.find("HOLD") == std::string::npos) return;
+  std::unique_lock lock(mutex_);
+  ++held_;
+  ++holds_started_;
+  held_changed_.notify_all();
+  held_changed_.wait(lock, [&] { return released_ || stopping_; });
+  --held_;
+}
+
 int FakeModelService::active_count() const {
   std::lock_guard lock(mutex_);
   return static_cast<int>(active_.size());
@@ -137,6 +166,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
   if (!model.empty() && model != "fake" && model != "fake-alias") {
     return openai::model_not_found(model);
   }
+  hold_if_asked(prompt);
   if (prompt.size() > 4000) return openai::context_length_exceeded(4000, 16, 2048);
   model_id = model.empty() ? "fake" : model;
   auto state = std::make_shared<State>();
@@ -191,6 +221,7 @@ openai::ApiResult<TokenizeResult> FakeModelService::tokenize(
     text.clear();
     for (const auto& message : request.messages) text += message.content.value_or("");
   }
+  hold_if_asked(text);
   for (const unsigned char c : text) {
     result.tokens.push_back(c);
     result.token_strs.emplace_back(1, static_cast<char>(c));

@@ -38,7 +38,9 @@ class FakeModelService final : public ModelService {
   // "THINK" the first two tokens are reasoning ("think0 ", "think1 "); with "TOOL" the last
   // event also calls get_weather({"city":"Paris"}) and finishes with tool_calls; with "CACHED"
   // three prompt tokens come from the prefix cache. The prompt is the messages' contents
-  // concatenated, one token per byte, and /tokenize of messages counts it the same way.
+  // concatenated, one token per byte, and /tokenize of messages counts it the same way. A prompt
+  // containing "HOLD" (chat, completion or /tokenize) holds its preparation, and so a thread of
+  // the server's preparation pool, until release_held().
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
       const openai::ChatCompletionRequest& request, std::string& model_id) override;
   openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
@@ -54,6 +56,11 @@ class FakeModelService final : public ModelService {
   std::vector<openai::ChatMessage> last_chat_messages() const;
   // True while a "BLOCK" stream holds the thread that reads it.
   bool blocking() const { return blocking_.load(); }
+  // Preparations of "HOLD" prompts held now, and started so far.
+  int held_count() const;
+  int holds_started() const;
+  // Lets every held preparation, and every later "HOLD" one, go on.
+  void release_held();
 
   struct State;
 
@@ -63,6 +70,8 @@ class FakeModelService final : public ModelService {
                                                              std::optional<int> max_tokens,
                                                              std::string& model_id);
   void produce();
+  // Waits for release_held() when `prompt` asks to be held.
+  void hold_if_asked(const std::string& prompt);
 
   Options options_;
   std::atomic<bool> ready_{true};
@@ -74,6 +83,10 @@ class FakeModelService final : public ModelService {
   std::vector<std::shared_ptr<State>> active_;
   std::vector<openai::ChatMessage> last_chat_messages_;  // under mutex_
   bool stopping_ = false;
+  int held_ = 0;           // under mutex_
+  int holds_started_ = 0;  // under mutex_
+  bool released_ = false;  // under mutex_
+  std::condition_variable held_changed_;
   std::thread producer_;
 };
 

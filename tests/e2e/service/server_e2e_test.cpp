@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -612,6 +613,70 @@ TEST_F(ServerTest, ApiKeys) {
             200);
   EXPECT_EQ(c.request(http::verb::get, "/health").result_int(), 200);
   EXPECT_EQ(c.request(http::verb::get, "/metrics").result_int(), 200);
+}
+
+// One key's two long preparations (each "HOLD" prompt holds a preparation thread, as tokenizing
+// a 7 MB prompt did) and then another key's small request: the small one is prepared and
+// answered while the first key's are still held, and the first key's second one waits its
+// turn. With the plain pool both threads were the first key's, and the small request waited for
+// them. /tokenize takes its turn in the same lines.
+TEST_F(ServerTest, AnotherKeysRequestIsPreparedWhileOneKeyHoldsThePool) {
+  ServerConfig config = default_config();
+  config.api_keys = {"key-a", "key-b"};
+  start(config);
+  auto send_held = [this](std::string target, std::string body) {
+    return std::thread([this, target = std::move(target), body = std::move(body)] {
+      Client c = client();
+      const Response held =
+          c.request(http::verb::post, target, body, {{"Authorization", "Bearer key-a"}});
+      EXPECT_EQ(held.result_int(), 200) << held.body();
+    });
+  };
+  // Polls `done` for up to `tries` times 5 ms; only a bound on waiting, never a measurement.
+  auto wait_for = [](auto done, int tries = 2000) {
+    for (int i = 0; i < tries && !done(); ++i) std::this_thread::sleep_for(5ms);
+    return done();
+  };
+  std::thread first = send_held(
+      "/v1/chat/completions", R"({"model":"fake","messages":[{"role":"user","content":"HOLD"}]})");
+  ASSERT_TRUE(wait_for([&] { return fake_->holds_started() == 1; }));
+  std::thread second = send_held("/tokenize", R"({"model":"fake","prompt":"HOLD too"})");
+  // The second has reached the server and waits for its turn (with the plain pool it would hold
+  // the other thread by now).
+  wait_for([&] { return fake_->holds_started() == 2; }, 200);
+
+  // The other key's request, watched from here so that a server that makes it wait for the
+  // held ones fails the test instead of hanging it.
+  Response small;
+  int held_when_answered = -1;
+  int started_when_answered = -1;
+  std::atomic<bool> answered{false};
+  std::thread other_key([&] {
+    Client other = client();
+    small =
+        other.request(http::verb::post, "/v1/chat/completions", kChat, {{"x-api-key", "key-b"}});
+    held_when_answered = fake_->held_count();
+    started_when_answered = fake_->holds_started();
+    answered.store(true);
+  });
+  wait_for([&] { return answered.load(); });
+  if (answered.load()) {
+    Client other = client();
+    const Response count = other.request(http::verb::post, "/tokenize", R"({"prompt":"hi"})",
+                                         {{"Authorization", "Bearer key-b"}});
+    EXPECT_EQ(count.result_int(), 200) << count.body();
+    EXPECT_EQ(fake_->held_count(), 1);
+  }
+  fake_->release_held();
+  other_key.join();
+  EXPECT_EQ(small.result_int(), 200) << small.body();
+  // Answered while the first key still held a thread, its second request not yet started.
+  EXPECT_EQ(held_when_answered, 1);
+  EXPECT_EQ(started_when_answered, 1);
+  fake_->release_held();
+  first.join();
+  second.join();
+  EXPECT_EQ(fake_->holds_started(), 2);
 }
 
 TEST_F(ServerTest, ProtectedOperationalEndpoints) {
