@@ -1,6 +1,7 @@
 #include "service/engine_model_service.h"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,41 @@ openai::ApiResult<bool> check_ids(const engine::ServedModel& model,
     }
   }
   return true;
+}
+
+// The most tokens a request's prompt may have: what the context leaves after the completion's
+// tokens (at least one), the check build_engine_request makes.
+std::size_t prompt_token_limit(const engine::ServedModel& model,
+                               const openai::SamplingRequest& sampling) {
+  const int completion = std::max(1, sampling.max_tokens.value_or(1));
+  return static_cast<std::size_t>(std::max(0, model.context_length - completion));
+}
+
+// The prompt's ids, or a 400 as soon as the prompt is known to pass `limit` tokens: a huge
+// prompt is refused after tokenizing about `limit` tokens of it, not all of it.
+openai::ApiResult<std::vector<std::int32_t>> encode_prompt(
+    const engine::ServedModel& model, std::string_view text, bool add_special, std::size_t limit,
+    const std::function<openai::ApiError(std::size_t tokens_at_least)>& too_long) {
+  engine::BoundedEncoding encoded = model.tokenizer->encode_bounded(text, add_special, limit);
+  if (encoded.exceeded) return too_long(encoded.tokens_at_least);
+  return std::move(encoded.ids);
+}
+
+// A generation's prompt past the context, with as much of the count as is known.
+std::function<openai::ApiError(std::size_t)> context_exceeded(
+    const engine::ServedModel& model, const openai::SamplingRequest& sampling,
+    std::string_view prompt_param) {
+  return [&model, &sampling, prompt_param](std::size_t prompt_tokens) {
+    const int completion = std::max(1, sampling.max_tokens.value_or(1));
+    return openai::invalid_request(
+        std::string(prompt_param),
+        fmt::format("This model's maximum context length is {} tokens. However, you requested at "
+                    "least {} tokens ({} or more in the {}, {} in the completion). Please reduce "
+                    "the length of the {} or completion.",
+                    model.context_length, prompt_tokens + static_cast<std::size_t>(completion),
+                    prompt_tokens, prompt_param, completion, prompt_param),
+        "context_length_exceeded");
+  };
 }
 
 // The request's structured output compiled for the model (cached by the model's GrammarCache);
@@ -182,11 +218,13 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
       ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
                       request.add_generation_prompt, request.continue_final_message});
   if (!prompt) return prompt.error();
-  // The template already wrote BOS and friends; vLLM tokenizes with add_special_tokens=False.
-  std::vector<std::int32_t> ids = model.tokenizer->encode(*prompt, false);
-  const int prompt_tokens = static_cast<int>(ids.size());
   const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
-  auto built = build_engine_request(model, request.sampling, std::move(ids), shape);
+  // The template already wrote BOS and friends; vLLM tokenizes with add_special_tokens=False.
+  auto ids = encode_prompt(model, *prompt, false, prompt_token_limit(model, request.sampling),
+                           context_exceeded(model, request.sampling, shape.prompt_param));
+  if (!ids) return ids.error();
+  const int prompt_tokens = static_cast<int>(ids->size());
+  auto built = build_engine_request(model, request.sampling, std::move(*ids), shape);
   if (!built) return built.error();
   OutputParserSpec parsers = output_parsers_for(model, request, *prompt);
   auto constraint = chat_output_constraint(request, parsers);
@@ -240,7 +278,11 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
       if (auto valid = check_ids(model, prompt.token_ids, "prompt"); !valid) return valid.error();
       ids = prompt.token_ids;
     } else {
-      ids = model.tokenizer->encode(prompt.text, request.add_special_tokens);
+      auto encoded = encode_prompt(model, prompt.text, request.add_special_tokens,
+                                   prompt_token_limit(model, request.sampling),
+                                   context_exceeded(model, request.sampling, shape.prompt_param));
+      if (!encoded) return encoded.error();
+      ids = std::move(*encoded);
     }
     if (request.echo) {
       echo_texts.push_back(prompt.is_token_ids
@@ -288,8 +330,22 @@ openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
     if (!prompt) return prompt.error();
     text = std::move(*prompt);
   }
+  // Counting stops at the context, like a generation's check: a text past it is a 400 after
+  // about that many tokens, whatever its length (docs/api.md).
+  const std::string_view param = request.is_chat ? "messages" : "prompt";
+  const auto limit = static_cast<std::size_t>(std::max(0, model.context_length));
+  auto tokens = encode_prompt(
+      model, text, request.add_special_tokens, limit, [&](std::size_t tokens_at_least) {
+        return openai::invalid_request(
+            std::string(param),
+            fmt::format("The {} encode to at least {} tokens, more than this model's context "
+                        "length of {}; tokens are counted up to the context length",
+                        param, tokens_at_least, model.context_length),
+            "context_length_exceeded");
+      });
+  if (!tokens) return tokens.error();
   TokenizeResult result;
-  result.tokens = model.tokenizer->encode(text, request.add_special_tokens);
+  result.tokens = std::move(*tokens);
   result.max_model_len = model.context_length;
   if (request.return_token_strs) {
     result.token_strs.reserve(result.tokens.size());

@@ -16,6 +16,7 @@
 #include <simdjson.h>
 #include <boost/beast/http.hpp>
 
+#include "engine/chat/chat_template.h"
 #include "engine/registry.h"
 #include "service/engine_model_service.h"
 #include "service/server.h"
@@ -69,13 +70,35 @@ class ServeTest : public ::testing::Test {
     engine::ModelSpec missing;
     missing.name = "missing";
     missing.path = "/nonexistent/model.gguf";
-    registry_ = new engine::ModelRegistry({spec, strict, missing}, {2});
+    std::vector<engine::ModelSpec> specs{spec, strict, missing};
+    // The same weights behind Qwen3's and Llama 3's own chat templates, for the tool loops.
+    for (const char* name : {"qwen3", "llama3"}) {
+      const auto config =
+          tern::testing::shared_path(fmt::format("tokenizers/{}/tokenizer_config.json", name));
+      if (!std::filesystem::exists(config)) continue;
+      std::ifstream in(config);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      auto source = engine::chat::chat_template_from_tokenizer_config(text);
+      ASSERT_TRUE(source.ok()) << source.error().message;
+      const auto path = std::filesystem::temp_directory_path() /
+                        fmt::format("tern-serve-test-{}-{}.jinja", ::getpid(), name);
+      std::ofstream(path) << *source;
+      real_template_paths_.push_back(path);
+      engine::ModelSpec real = spec;
+      real.name = fmt::format("{}-template", name);
+      real.aliases.clear();
+      real.chat_template = path.string();
+      specs.push_back(real);
+    }
+    registry_ = new engine::ModelRegistry(specs, {2});
     ASSERT_TRUE(registry_->wait_until_loaded().ok());
   }
   static void TearDownTestSuite() {
     delete registry_;
     registry_ = nullptr;
     std::filesystem::remove(template_path_);
+    for (const auto& path : real_template_paths_) std::filesystem::remove(path);
   }
 
   void SetUp() override {
@@ -115,6 +138,7 @@ class ServeTest : public ::testing::Test {
 
   static inline engine::ModelRegistry* registry_ = nullptr;
   static inline std::filesystem::path template_path_;
+  static inline std::vector<std::filesystem::path> real_template_paths_;
   ServiceMetrics metrics_;
   std::unique_ptr<EngineModelService> service_;
   std::unique_ptr<Server> server_;
@@ -280,6 +304,102 @@ TEST_F(ServeTest, EveryDoorGivesTheSameGreedyText) {
   EXPECT_GT(std::int64_t(second["usage"]["input_tokens"]), first_input_tokens);
   EXPECT_GT(std::int64_t(second["usage"]["input_tokens_details"]["cached_tokens"]), 0)
       << follow_up.body();
+}
+
+// The second turn of a tool loop, as each door's clients send it, on Qwen3's and Llama 3's own
+// templates: it was a 400 ("argument of type 'NoneType' is not iterable") on Qwen3's template
+// for all three doors. Llama 3's template never reads tools, so its turns come without them.
+TEST_F(ServeTest, ToolLoopSecondTurnRunsOnRealTemplates) {
+  for (const char* model : {"qwen3-template", "llama3-template"}) {
+    if (registry_->find(model) == nullptr) GTEST_SKIP() << "needs ../shared/tokenizers";
+  }
+  constexpr const char* kParameters =
+      R"({"type":"object","properties":{"city":{"type":"string"}},"required":["city"]})";
+  struct Turn {
+    const char* target;
+    std::string tools;
+    std::string conversation;
+  };
+  const std::vector<Turn> turns{
+      {"/v1/chat/completions",
+       fmt::format(R"("tools":[{{"type":"function","function":{{"name":"get_weather",)"
+                   R"("parameters":{}}}}}],)",
+                   kParameters),
+       R"("messages":[{"role":"user","content":"Weather in Paris?"},)"
+       R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function",)"
+       R"("function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}}]},)"
+       R"({"role":"tool","tool_call_id":"call_1","content":"21 C"}])"},
+      {"/v1/responses",
+       fmt::format(R"("tools":[{{"type":"function","name":"get_weather","parameters":{}}}],)",
+                   kParameters),
+       R"("input":[{"role":"user","content":"Weather in Paris?"},)"
+       R"({"type":"function_call","call_id":"call_1","name":"get_weather",)"
+       R"("arguments":"{\"city\":\"Paris\"}"},)"
+       R"({"type":"function_call_output","call_id":"call_1","output":"21 C"}])"},
+      {"/v1/messages",
+       fmt::format(R"("tools":[{{"name":"get_weather","input_schema":{}}}],)", kParameters),
+       R"("messages":[{"role":"user","content":"Weather in Paris?"},)"
+       R"({"role":"assistant","content":[{"type":"tool_use","id":"toolu_1",)"
+       R"("name":"get_weather","input":{"city":"Paris"}}]},)"
+       R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1",)"
+       R"("content":"21 C"}]}])"},
+  };
+  Client c = client();
+  for (const char* model : {"qwen3-template", "llama3-template"}) {
+    const bool tools = std::string_view(model) == "qwen3-template";
+    for (const Turn& turn : turns) {
+      const std::string body =
+          fmt::format(R"({{"model":"{}","max_tokens":4,"max_output_tokens":4,{}{}}})", model,
+                      tools ? turn.tools : "", turn.conversation);
+      const Response response = c.post(turn.target, body);
+      EXPECT_EQ(response.result_int(), 200)
+          << model << " " << turn.target << ": " << response.body();
+    }
+  }
+}
+
+// A prompt far past the context is refused once that is known, after tokenizing about the
+// context's worth of it: the error says "at least", and /tokenize and count_tokens are bounded
+// by the context the same way (they tokenized all of it and answered 200 before).
+TEST_F(ServeTest, HugePromptIsRefusedWithoutTokenizingItAll) {
+  std::string words;
+  while (words.size() < (2u << 20)) words += "Once upon a time there was a little dog. ";
+  const int context = model().context_length;
+  Client c = client();
+  simdjson::dom::parser parser;
+  const Response chat = c.post(
+      "/v1/chat/completions",
+      R"({"model":"ts","max_tokens":8,"messages":[{"role":"user","content":")" + words + R"("}]})");
+  ASSERT_EQ(chat.result_int(), 400) << chat.body().substr(0, 500);
+  simdjson::dom::element error = parse(parser, chat.body())["error"];
+  EXPECT_EQ(std::string_view(error["code"]), "context_length_exceeded");
+  EXPECT_EQ(std::string_view(error["param"]), "messages");
+  const std::string message{std::string_view(error["message"])};
+  EXPECT_NE(message.find(fmt::format("maximum context length is {} tokens", context)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("at least"), std::string::npos) << message;
+
+  const Response completion =
+      c.post("/v1/completions", R"({"model":"ts","max_tokens":8,"prompt":")" + words + R"("})");
+  ASSERT_EQ(completion.result_int(), 400) << completion.body().substr(0, 500);
+  EXPECT_NE(completion.body().find("at least"), std::string::npos) << completion.body();
+
+  const Response tokenized = c.post("/tokenize", R"({"model":"ts","prompt":")" + words + R"("})");
+  ASSERT_EQ(tokenized.result_int(), 400) << tokenized.body().substr(0, 500);
+  EXPECT_NE(tokenized.body().find("context_length_exceeded"), std::string::npos);
+
+  const Response counted =
+      c.post("/v1/messages/count_tokens",
+             R"({"model":"ts","messages":[{"role":"user","content":")" + words + R"("}]})");
+  ASSERT_EQ(counted.result_int(), 400) << counted.body().substr(0, 500);
+  EXPECT_NE(counted.body().find("at least"), std::string::npos) << counted.body();
+
+  // A prompt that fits is still counted exactly.
+  const Response small = c.post("/tokenize", R"({"model":"ts","prompt":"Once upon a time"})");
+  ASSERT_EQ(small.result_int(), 200) << small.body();
+  EXPECT_EQ(std::int64_t(parse(parser, small.body())["count"]),
+            static_cast<std::int64_t>(model().tokenizer->encode("Once upon a time", true).size()));
 }
 
 TEST_F(ServeTest, RepeatedPromptReportsCachedTokens) {
