@@ -13,11 +13,12 @@ namespace {
 // again, and a mask costs a vocabulary's worth of bits to rebuild.
 constexpr std::size_t kCachedMasks = 16;
 // A mask's work, in the automaton's units (about a nanosecond each): a stack top collected and
-// sorted by state, a token or a word of 64 tokens written into the mask, a token checked
-// against a stack (a lookup per byte once the automaton knows the moves).
+// sorted by state, a token or a word of 64 tokens written into the mask, an uncertain token
+// checked against a stack (a lookup per byte once the automaton knows the moves; charged for
+// the whole list at once, so that the loop stays as it was).
 constexpr std::uint64_t kTopWork = 16;
 constexpr std::uint64_t kWordWork = 2;
-constexpr std::uint64_t kTokenCheckWork = 2;
+constexpr std::uint64_t kUncertainTokenWork = 8;
 
 }  // namespace
 
@@ -196,21 +197,20 @@ void GrammarMatcher::State::compute_mask(TokenMask& mask) {
   // Uncertain tokens run past their state's rule: the stack under each top decides them.
   for (const NodeId top : top_nodes) {
     const StateId state = automaton.state_of(top);
-    bool any_uncertain = false;
+    std::size_t uncertain = 0;
     for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
-      any_uncertain = any_uncertain || !tokenized->table(b, state).uncertain.empty();
+      uncertain += tokenized->table(b, state).uncertain.size();
     }
-    if (!any_uncertain) continue;
+    if (uncertain == 0) continue;
+    if (!automaton.charge(kUncertainTokenWork * uncertain)) return;
     const SetId alone = automaton.single_top_set(top);
     for (std::size_t b = 0; b < TokenVocabulary::kBands; ++b) {
       for (const std::int32_t token : tokenized->table(b, state).uncertain) {
-        if (!automaton.charge(1)) return;
         if (mask.test(token)) continue;
-        const std::string_view bytes = vocabulary.bytes(token);
-        if (!automaton.charge(kTokenCheckWork + bytes.size())) return;
-        if (automaton.walk(alone, bytes) != kDeadSet) mask.set(token);
+        if (automaton.walk(alone, vocabulary.bytes(token)) != kDeadSet) mask.set(token);
       }
     }
+    // Past the budget the walks above gave up at once; the mask is dropped.
     if (automaton.over_budget()) return;
   }
   if (automaton.can_end(current)) {
