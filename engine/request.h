@@ -21,8 +21,9 @@ class TokenizedGrammar;
 
 inline constexpr std::size_t kMaxStopStrings = 16;
 // What one token of a structured output may cost its grammar by default, in GrammarMatcher's
-// step work (units of about a nanosecond): ten times the most a mask of the test grammars takes
-// over the Qwen3 vocabulary (docs/config.md). And what one sample's grammar may hold.
+// step work (units of about a nanosecond): over ten times the most a step of the test grammars
+// takes over the Qwen3 and Llama 3 vocabularies (docs/config.md). And what one sample's grammar
+// may hold.
 inline constexpr std::uint64_t kDefaultGrammarStepWork = 25'000'000;
 inline constexpr std::uint64_t kGrammarMatcherMemoryBytes = 32ull << 20;
 inline constexpr std::int32_t kMaxParallelSamples = 128;
