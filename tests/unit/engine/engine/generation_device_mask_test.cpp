@@ -200,5 +200,38 @@ TEST(GenerationConstrained, AWholeSentenceBeforeMinTokensEndsInErrorNotInABroken
   EXPECT_EQ(*event.finish_reason, FinishReason::error);
 }
 
+// A grammar past its step budget allows no token: on the host and on a device that masks, the
+// sample ends in an error that names the grammar's field and the budget's key.
+TEST(GenerationConstrained, AGrammarPastItsStepBudgetEndsTheSampleInError) {
+  for (const bool on_device : {false, true}) {
+    SCOPED_TRACE(on_device ? "device masks" : "host masks");
+    Request request = constrained_request({.temperature = 0.0f});
+    request.grammar_field = "response_format";
+    GenerationLimits tight = limits(on_device);
+    tight.grammar_step_work = 10;  // less than the first stacks take
+    Generation generation(request, 0, tight);
+    std::vector<float> row(kVocab, 0.0f);
+    row[0] = 3.0f;  // "a", which the grammar would allow
+    std::vector<float> scratch_row(kVocab);
+    SamplerScratch scratch;
+    if (on_device) {
+      ASSERT_EQ(generation.sample_path(0, kMaxLogitCandidates), SamplePath::kCandidates);
+      const std::span<const std::uint64_t> mask = generation.device_token_mask();
+      EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](std::uint64_t w) { return w == 0; }));
+      const DeviceRow device_row(masked(row, mask), 0);
+      EXPECT_FALSE(generation.choose(device_row.candidates, scratch, 0).has_value());
+    }
+    const std::int32_t token = generation.choose(row, scratch_row, scratch, 0);
+    RequestEvent event;
+    generation.describe(token, row, 1, event);
+    ASSERT_TRUE(event.finish_reason.has_value());
+    EXPECT_EQ(*event.finish_reason, FinishReason::error);
+    EXPECT_NE(event.message.find("the grammar of 'response_format'"), std::string::npos)
+        << event.message;
+    EXPECT_NE(event.message.find("structured_outputs_max_mask_work"), std::string::npos);
+    EXPECT_TRUE(event.text.empty());
+  }
+}
+
 }  // namespace
 }  // namespace tern::engine
