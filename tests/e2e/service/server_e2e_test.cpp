@@ -94,6 +94,34 @@ class Client {
   beast::flat_buffer buffer_;
 };
 
+// The log lines the server writes while it lives (the last 64), through the default logger.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    sink_->set_pattern("%v");
+    auto capture = std::make_shared<spdlog::logger>("capture", sink_);
+    capture->set_level(spdlog::level::info);
+    spdlog::set_default_logger(capture);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // The latest line holding `part`; empty when none does.
+  std::string line_with(std::string_view part) const {
+    std::string found;
+    for (const std::string& line : sink_->last_formatted()) {
+      if (line.find(part) != std::string::npos) found = line;
+    }
+    return found;
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_ =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+};
+
 class ServerTest : public ::testing::Test {
  protected:
   void start(ServerConfig config = default_config(),
@@ -388,16 +416,7 @@ TEST_F(ServerTest, PostBodyMustBeJson) {
 // The access log line names the client and the request id; the response carries the id as
 // X-Request-Id (the client's own when it sent a usable one) so the two can be matched.
 TEST_F(ServerTest, AccessLogCarriesClientAndRequestId) {
-  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  sink->set_pattern("%v");
-  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  struct Restore {
-    std::shared_ptr<spdlog::logger> logger;
-    ~Restore() { spdlog::set_default_logger(logger); }
-  } restore{previous};
-  auto capture = std::make_shared<spdlog::logger>("capture", sink);
-  capture->set_level(spdlog::level::info);
-  spdlog::set_default_logger(capture);
+  const LogCapture access_log;
   start();
   Client c = client();
   const Response given =
@@ -414,12 +433,7 @@ TEST_F(ServerTest, AccessLogCarriesClientAndRequestId) {
   const auto local = c.socket().local_endpoint();
   const std::string client_address =
       local.address().to_string() + ":" + std::to_string(local.port());
-  auto line_with = [&](std::string_view part) -> std::string {
-    for (const std::string& line : sink->last_formatted()) {
-      if (line.find(part) != std::string::npos) return line;
-    }
-    return {};
-  };
+  auto line_with = [&](std::string_view part) { return access_log.line_with(part); };
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (line_with("/v1/models?third").empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(5ms);
@@ -434,16 +448,7 @@ TEST_F(ServerTest, AccessLogCarriesClientAndRequestId) {
 
 // A stream cut by its client after tokens went out logs the tokens it sent, not zeros.
 TEST_F(ServerTest, AccessLogCountsTheTokensOfAStreamItsClientLeft) {
-  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
-  sink->set_pattern("%v");
-  const std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
-  struct Restore {
-    std::shared_ptr<spdlog::logger> logger;
-    ~Restore() { spdlog::set_default_logger(logger); }
-  } restore{previous};
-  auto capture = std::make_shared<spdlog::logger>("capture", sink);
-  capture->set_level(spdlog::level::info);
-  spdlog::set_default_logger(capture);
+  const LogCapture access_log;
   start(default_config(), {std::chrono::milliseconds(5), 5});
   {
     Client c = client();
@@ -460,12 +465,7 @@ TEST_F(ServerTest, AccessLogCountsTheTokensOfAStreamItsClientLeft) {
       seen.append(bytes.data(), got);
     }
   }  // the client leaves mid-stream
-  auto line_with = [&](std::string_view part) -> std::string {
-    for (const std::string& line : sink->last_formatted()) {
-      if (line.find(part) != std::string::npos) return line;
-    }
-    return {};
-  };
+  auto line_with = [&](std::string_view part) { return access_log.line_with(part); };
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (line_with("/v1/chat/completions").empty() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(5ms);
