@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
-.PHONY: run test test-gpu build configure setup format clean sanitize asan tsan
+.PHONY: run test test-gpu gpu-package build configure setup format clean sanitize asan tsan
 
 # `make run` serves the demo model (random weights, written to models/demo.gguf on first use);
 # `make run MODEL=/path/model.gguf` serves that model. Either way on http://0.0.0.0:$(PORT).
@@ -26,6 +26,12 @@ GPU_BUILD_DIR ?= build-gpu
 test-gpu:
 	BUILD_TYPE='$(BUILD_TYPE)' CMAKE_ARGS='$(CMAKE_ARGS)' CTEST_ARGS='$(CTEST_ARGS)' \
 	  scripts/test_gpu.sh '$(GPU_BUILD_DIR)'
+
+# The device report's package (docs/gpu.md, "On a real GPU"): the nvcc build in $(BUILD_DIR), its
+# libraries and the shared data its tests read, as gpu-package.tar.xz (under 64 MiB). On the GPU
+# machine: tar xf gpu-package.tar.xz && gpu-package/gpu_report.sh --out DIR.
+gpu-package: configure
+	scripts/gpu_package.sh '$(BUILD_DIR)'
 
 # The parsers and loaders under ASan+UBSan on hostile input (fuzz and robustness tests), and the
 # cross-thread pieces under TSan. Only the test binaries involved are built.
