@@ -11,6 +11,7 @@
 #include "engine/backend/device.h"
 #include "engine/backend/tensor_parallel_shape.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/random_model_spec.h"
 
 namespace tern::service {
 namespace {
@@ -28,6 +29,7 @@ std::string warning(const ConfigOrigin& origin, const std::string& key, std::str
 MachineFacts this_machine() {
   MachineFacts facts;
   facts.path_exists = [](const std::string& path) {
+    if (engine::is_random_model_spec(path)) return true;  // made in memory, not read
     std::error_code error;
     return std::filesystem::exists(path, error);
   };

@@ -1,8 +1,13 @@
 #include "engine/model/gguf_writer.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -197,13 +202,15 @@ Status GgufWriter::add_tensor(std::string_view name, kernels::TensorType type,
   return Status::success();
 }
 
-Status GgufWriter::write(const std::string& path) const {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
-  if (!file) return Error{fmt::format("{}: cannot open for writing", path)};
+std::vector<std::byte> GgufWriter::header() const {
   std::vector<std::byte> header;
+  // resize + memcpy: GCC 12 at -O3 misreads the growth of a vector insert of a few bytes as an
+  // overflow (-Wstringop-overflow).
   auto put = [&header](const void* data, std::size_t size) {
-    const auto* bytes = static_cast<const std::byte*>(data);
-    header.insert(header.end(), bytes, bytes + size);
+    if (size == 0) return;  // data may be null
+    const std::size_t at = header.size();
+    header.resize(at + size);
+    std::memcpy(header.data() + at, data, size);
   };
   const std::uint32_t magic = 0x46554747;  // "GGUF"
   const std::uint32_t version = 3;
@@ -212,7 +219,7 @@ Status GgufWriter::write(const std::string& path) const {
   put(&version, 4);
   put(&tensor_count, 8);
   put(&metadata_count_, 8);
-  header.insert(header.end(), metadata_.begin(), metadata_.end());
+  put(metadata_.data(), metadata_.size());
   std::uint64_t offset = 0;
   for (const Tensor& tensor : tensors_) {
     const std::uint64_t name_length = tensor.name.size();
@@ -224,15 +231,22 @@ Status GgufWriter::write(const std::string& path) const {
     const auto type = static_cast<std::uint32_t>(tensor.type);
     put(&type, 4);
     put(&offset, 8);
-    offset += (tensor.bytes + alignment_ - 1) / alignment_ * alignment_;
+    offset += padded(tensor.bytes);
   }
-  header.resize((header.size() + alignment_ - 1) / alignment_ * alignment_);
-  if (std::fwrite(header.data(), 1, header.size(), file.get()) != header.size()) {
+  header.resize(padded(header.size()));
+  return header;
+}
+
+Status GgufWriter::write(const std::string& path) const {
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
+  if (!file) return Error{fmt::format("{}: cannot open for writing", path)};
+  const std::vector<std::byte> head = header();
+  if (std::fwrite(head.data(), 1, head.size(), file.get()) != head.size()) {
     return Error{fmt::format("{}: write failed", path)};
   }
   std::vector<std::byte> data;
   for (const Tensor& tensor : tensors_) {
-    data.assign((tensor.bytes + alignment_ - 1) / alignment_ * alignment_, std::byte{0});
+    data.assign(padded(tensor.bytes), std::byte{0});
     if (Status filled = tensor.source(std::span(data.data(), tensor.bytes)); !filled.ok()) {
       return Error{fmt::format("{}: tensor '{}': {}", path, tensor.name, filled.message())};
     }
@@ -241,6 +255,63 @@ Status GgufWriter::write(const std::string& path) const {
     }
   }
   if (std::fflush(file.get()) != 0) return Error{fmt::format("{}: write failed", path)};
+  return Status::success();
+}
+
+std::uint64_t GgufWriter::file_bytes() const {
+  std::uint64_t total = header().size();
+  for (const Tensor& tensor : tensors_) total += padded(tensor.bytes);
+  return total;
+}
+
+Status GgufWriter::write_to_memory(std::span<std::byte> out, unsigned threads) const {
+  const std::vector<std::byte> head = header();
+  std::vector<std::span<std::byte>> spans;  // each tensor's data in `out`, in directory order
+  std::uint64_t offset = head.size();
+  for (const Tensor& tensor : tensors_) {
+    if (offset + padded(tensor.bytes) > out.size()) break;
+    spans.push_back(out.subspan(offset, tensor.bytes));
+    offset += padded(tensor.bytes);
+  }
+  if (spans.size() != tensors_.size() || offset != out.size()) {
+    return Error{
+        fmt::format("GGUF in memory: {} bytes given for a file of {}", out.size(), file_bytes())};
+  }
+  std::memcpy(out.data(), head.data(), head.size());
+  // Largest first, each to the next free thread, so no thread is left with a big tensor at the
+  // end.
+  std::vector<std::size_t> order(tensors_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+    return tensors_[a].bytes > tensors_[b].bytes;
+  });
+  std::atomic<std::size_t> next{0};
+  std::mutex failure_mutex;
+  std::optional<Error> failure;
+  const auto work = [&] {
+    for (std::size_t taken = next++; taken < order.size(); taken = next++) {
+      const std::size_t index = order[taken];
+      const std::span<std::byte> data = spans[index];
+      Status filled = tensors_[index].source(data);
+      // The padding up to the next tensor; fresh anonymous memory is zero already, but the
+      // caller's buffer need not be.
+      const std::uint64_t padding = padded(data.size()) - data.size();
+      std::memset(data.data() + data.size(), 0, padding);
+      if (!filled.ok()) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) {
+          failure = Error{fmt::format("tensor '{}': {}", tensors_[index].name, filled.message())};
+        }
+        next = order.size();
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  const std::size_t extra = std::min<std::size_t>(std::max(threads, 1u), order.size());
+  for (std::size_t i = 1; i < extra; ++i) workers.emplace_back(work);
+  work();
+  for (std::thread& worker : workers) worker.join();
+  if (failure) return *failure;
   return Status::success();
 }
 

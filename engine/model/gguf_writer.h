@@ -39,6 +39,14 @@ class GgufWriter {
 
   Status write(const std::string& path) const;
 
+  // The bytes write() would write: header, tensor directory and every tensor, aligned.
+  std::uint64_t file_bytes() const;
+  // Writes the file into `out` (file_bytes() long) instead of a file, filling the tensors on up
+  // to `threads` threads at once, largest first: each source is called once, possibly while
+  // other tensors' sources run, so sources must not share mutable state. For models made in
+  // memory (random_model.h).
+  Status write_to_memory(std::span<std::byte> out, unsigned threads) const;
+
  private:
   struct Tensor {
     std::string name;
@@ -47,6 +55,11 @@ class GgufWriter {
     std::uint64_t bytes;
     TensorSource source;
   };
+  // The header, metadata and tensor directory, padded to the alignment: where data begins.
+  std::vector<std::byte> header() const;
+  std::uint64_t padded(std::uint64_t bytes) const {
+    return (bytes + alignment_ - 1) / alignment_ * alignment_;
+  }
   void append_key(std::string_view key, GgufValueType type);
   void append_string(std::string_view value);
   void append_integer(GgufValueType type, std::int64_t value);

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace tern::engine {
@@ -55,6 +56,25 @@ MappedFile MappedFile::from_bytes(std::vector<std::byte> bytes, std::string name
   MappedFile file;
   file.owned_ = std::move(bytes);
   file.path_ = std::move(name);
+  return file;
+}
+
+Expected<MappedFile> MappedFile::from_filled_memory(
+    std::size_t size, std::string name, const std::function<Status(std::span<std::byte>)>& fill) {
+  MappedFile file;
+  file.path_ = std::move(name);
+  if (size == 0) return file;
+  void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) {
+    return system_error(file.path_, ("cannot allocate " + std::to_string(size) + " bytes").c_str());
+  }
+  file.mapping_ = mapping;  // released by file's destructor on every path out
+  file.mapping_size_ = size;
+  ::madvise(mapping, size, MADV_HUGEPAGE);  // a hint: without THP it fails, and nothing changes
+  if (Status filled = fill({static_cast<std::byte*>(mapping), size}); !filled.ok()) {
+    return filled.error();
+  }
+  if (::mprotect(mapping, size, PROT_READ) != 0) return system_error(file.path_, "mprotect");
   return file;
 }
 

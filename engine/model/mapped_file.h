@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,11 @@ class MappedFile {
   // Wraps bytes already in memory (tests, fuzzing, files fetched by other means) behind the same
   // interface; `name` stands in for the path in error messages.
   static MappedFile from_bytes(std::vector<std::byte> bytes, std::string name);
+  // Anonymous memory of `size` bytes that `fill` writes once, then read-only like a file's
+  // mapping (models made in memory: random_model.h). On transparent huge pages where the kernel
+  // allows them, so filling gigabytes takes thousands of page faults, not millions.
+  static Expected<MappedFile> from_filled_memory(
+      std::size_t size, std::string name, const std::function<Status(std::span<std::byte>)>& fill);
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;

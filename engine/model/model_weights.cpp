@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/model/prefault.h"
+#include "engine/model/random_model.h"
 
 namespace tern::engine {
 
@@ -30,6 +31,13 @@ Expected<ModelWeights> load_model(const std::string& path) {
   std::error_code error;
   const bool is_directory = std::filesystem::is_directory(path, error);
   Expected<ModelWeights> loaded = [&]() -> Expected<ModelWeights> {
+    if (is_random_model_spec(path)) {
+      Expected<RandomModelSpec> spec = parse_random_model_spec(path);
+      if (!spec) return spec.error();
+      Expected<GgufFile> gguf = make_random_model_gguf(*spec);
+      if (!gguf) return gguf.error();
+      return load_gguf_model(std::move(gguf).value());
+    }
     if (is_directory) {
       Expected<SafetensorsCheckpoint> checkpoint = SafetensorsCheckpoint::open(path);
       if (!checkpoint) return checkpoint.error();

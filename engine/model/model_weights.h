@@ -109,8 +109,9 @@ class ModelWeights {
 // routed expert's matrices.
 std::vector<const WeightTensor*> layer_tensors(const LayerWeights& layer, bool routed_experts);
 
-// Loads a .gguf file or a Hugging Face directory (config.json + safetensors), pre-faults the
-// mapping with progress logging, and logs the load time and resident memory.
+// Loads a .gguf file or a Hugging Face directory (config.json + safetensors), or makes the random
+// model a `random:SHAPE:TYPE[:SEED]` spec names (random_model.h), pre-faults the mapping with
+// progress logging, and logs the load time and resident memory.
 Expected<ModelWeights> load_model(const std::string& path);
 // The same without touching the disk or logging: a GGUF already parsed, or an HF directory's
 // config.json/generation_config.json with a checkpoint already opened (tests, fuzzing).

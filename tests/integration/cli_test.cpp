@@ -975,3 +975,76 @@ TEST(Cli, MakeDemoIsDeterministic) {
   std::filesystem::remove(first);
   std::filesystem::remove(second);
 }
+
+// --model random:SHAPE:TYPE (a benchmark aid): a model made in memory by shape and type, on the
+// CPU and on the CUDA path on the emulated device, with the GPT-2 vocabulary of ../shared.
+class CliRandomModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("TERN_SHARED_DIR", ::tern::testing::shared_dir().c_str(), 0);  // tern inherits it
+  }
+  // The ids `generate --print-ids` printed: between 1 and `most` of them, each in the vocabulary.
+  static void expect_ids(const CommandResult& result, std::size_t most, std::int64_t vocab) {
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    std::vector<std::int64_t> ids;
+    std::istringstream line(result.output);
+    for (std::string id; std::getline(line, id, ',');) ids.push_back(std::stoll(id));
+    EXPECT_GE(ids.size(), 1u) << result.output;
+    EXPECT_LE(ids.size(), most) << result.output;
+    for (const std::int64_t id : ids) {
+      EXPECT_GE(id, 0) << result.output;
+      EXPECT_LT(id, vocab) << result.output;
+    }
+  }
+};
+
+TEST_F(CliRandomModel, GenerateRunsOnTheCpuAndTheEmulatedDevice) {
+  for (const char* type : {"f32", "q8_0", "q4_0"}) {
+    for (const char* backend : {"cpu", "cuda-emulated"}) {
+      SCOPED_TRACE(fmt::format("{} on {}", type, backend));
+      expect_ids(run(fmt::format("generate --model random:tiny:{} --prompt-ids 1,2,3,4 -n 6 "
+                                 "--temp 0 --print-ids --backend {}",
+                                 type, backend),
+                     true),
+                 6, 512);
+    }
+  }
+  const CommandResult text =
+      run("generate --model random:tiny:q8_0 --prompt 'Once upon a time' -n 8 --temp 0");
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("made random:tiny:q8_0"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("loaded random:tiny:q8_0 (gguf, llama): 2 layers, hidden 128"),
+            std::string::npos)
+      << text.output;
+}
+
+TEST_F(CliRandomModel, BenchAndServeCheckTakeOne) {
+  const CommandResult bench = run("bench --model random:tiny:q4_0 -p 16 -n 4 -r 1 -t 1", true);
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("| llama 0.00B Q4_0 | "), std::string::npos) << bench.output;
+  EXPECT_NE(bench.output.find("| pp16 |"), std::string::npos) << bench.output;
+  const CommandResult serve = run("serve --model random:tiny:q8_0 --check");
+  ASSERT_EQ(serve.exit_code, 0) << serve.output;
+  EXPECT_EQ(serve.output.find("warning"), std::string::npos) << serve.output;
+  EXPECT_NE(serve.output.find("random:tiny:q8_0"), std::string::npos) << serve.output;
+}
+
+TEST_F(CliRandomModel, AnUnknownShapeOrTypeExitsTwoListingTheKnownOnes) {
+  for (const std::string command :
+       {"generate --model random:llama-9b:q4_0 --prompt-ids 1 -n 1",
+        "bench --model random:llama-9b:q4_0 -p 8 -n 1 -r 1",
+        "serve --model random:llama-9b:q4_0 --host 127.0.0.1 --port 0"}) {
+    const CommandResult result = run(command);
+    EXPECT_EQ(result.exit_code, 2) << command << ": " << result.output;
+    EXPECT_NE(result.output.find("random model 'random:llama-9b:q4_0': unknown shape 'llama-9b' "
+                                 "(known: tiny, "),
+              std::string::npos)
+        << command << ": " << result.output;
+    EXPECT_NE(result.output.find("llama-3-8b"), std::string::npos) << result.output;
+  }
+  const CommandResult type = run("generate --model random:tiny:q5_0 --prompt-ids 1 -n 1");
+  EXPECT_EQ(type.exit_code, 2) << type.output;
+  EXPECT_NE(type.output.find("unknown type 'q5_0' (known: f32, f16, bf16, q8_0, q4_0)"),
+            std::string::npos)
+      << type.output;
+}

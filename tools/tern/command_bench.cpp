@@ -26,7 +26,10 @@ namespace tern::tools {
 namespace {
 
 constexpr std::array<OptionSpec, 15> kOptions{{
-    {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
+    {"model", true,
+     "a .gguf file or a Hugging Face directory; random:SHAPE:TYPE[:SEED] makes a random-weight "
+     "model in memory (a benchmark aid, e.g. random:llama-3-8b:q4_0)",
+     'm'},
     {"n-prompt", true, "prompt lengths to time, comma-separated (default 128,512)", 'p'},
     {"n-gen", true, "tokens to generate for the decode test (default 32; 0 skips it)", 'n'},
     {"repetitions", true, "runs per test (default 3)", 'r'},
@@ -184,7 +187,11 @@ int command_bench(std::span<char* const> args) {
       return fail("--batch takes sizes >= 1, with one -p length and -n >= 1", kExitUsage);
     }
     std::unique_ptr<engine::Tokenizer> tokenizer;  // optional: detokenizing is part of the cost
-    if (auto loaded = engine::Tokenizer::load(*model_path)) tokenizer = std::move(*loaded);
+    // A GGUF model's own metadata (the one a random model has is only in memory).
+    if (auto loaded = weights->gguf() != nullptr ? engine::Tokenizer::from_gguf(*weights->gguf())
+                                                 : engine::Tokenizer::load(*model_path)) {
+      tokenizer = std::move(*loaded);
+    }
     std::shared_ptr<const engine::grammar::TokenizedGrammar> grammar;
     if (const auto schema_path = parsed->value("json-schema")) {
       auto compiled = bench_grammar(*schema_path, tokenizer.get(), config);

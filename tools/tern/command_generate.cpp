@@ -24,7 +24,10 @@ namespace tern::tools {
 namespace {
 
 constexpr std::array<OptionSpec, 20> kOptions{{
-    {"model", true, "a .gguf file or a Hugging Face directory", 'm'},
+    {"model", true,
+     "a .gguf file or a Hugging Face directory; random:SHAPE:TYPE[:SEED] makes a random-weight "
+     "model in memory (a benchmark aid, e.g. random:llama-3-8b:q4_0)",
+     'm'},
     {"prompt", true, "prompt text (tokenized with the model's tokenizer)", 'p'},
     {"prompt-ids", true, "prompt as comma-separated token ids instead of text"},
     {"n-predict", true, "tokens to generate (default 64)", 'n'},
@@ -108,7 +111,9 @@ int command_generate(std::span<char* const> args) {
   const engine::ModelConfig& config = weights->config();
 
   std::unique_ptr<engine::Tokenizer> tokenizer;
-  if (auto loaded = engine::Tokenizer::load(*model_path)) {
+  // A GGUF model's own metadata (the one a random model has is only in memory).
+  if (auto loaded = weights->gguf() != nullptr ? engine::Tokenizer::from_gguf(*weights->gguf())
+                                               : engine::Tokenizer::load(*model_path)) {
     tokenizer = std::move(*loaded);
   } else if (!batch && (parsed->has("prompt") || !parsed->has("print-ids"))) {
     return fail(loaded.error().message, kExitUsage);

@@ -29,7 +29,8 @@ constexpr std::array<OptionSpec, 14> kOptions{{
     {"config", true, "YAML file that lists the server settings and the models to serve", 'c'},
     {"model", true,
      "serve one model: a .gguf file or a Hugging Face directory; 'demo' serves the random demo "
-     "model (models/demo.gguf, written on first use)",
+     "model (models/demo.gguf, written on first use); random:SHAPE:TYPE[:SEED] a random-weight "
+     "model made in memory (a benchmark aid, e.g. random:llama-3-8b:q4_0)",
      'm'},
     {"name", true, "with --model: the name clients send as `model` (default: the file's name)"},
     {"backend", true,

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "tests/unit/engine/model/model_test_files.h"
 
@@ -89,6 +92,67 @@ TEST(GgufWriterCopy, NestedArraysAreRefusedWithTheKey) {
   const Status copied = writer.copy_metadata(*source, "nested");
   ASSERT_FALSE(copied.ok());
   EXPECT_NE(copied.message().find("'nested'"), std::string::npos) << copied.message();
+}
+
+// Random models are written into memory (random_model.h): the same bytes as write() gives a file,
+// whatever the number of threads filling the tensors, and a source's failure names its tensor.
+TEST(GgufWriterMemory, WritesTheBytesOfTheFileOnAnyNumberOfThreads) {
+  GgufWriter writer;
+  writer.add_string("general.architecture", "llama");
+  writer.add_uint32("answer", 42);
+  const auto counting = [](std::uint8_t start) {
+    return [start](std::span<std::byte> out) -> Status {
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::byte(start + i);
+      return Status::success();
+    };
+  };
+  // Sizes that leave padding before the next tensor's alignment.
+  ASSERT_TRUE(writer.add_tensor("a", kernels::TensorType::f32, {3}, counting(1)).ok());
+  ASSERT_TRUE(writer.add_tensor("b", kernels::TensorType::q8_0, {32, 5}, counting(7)).ok());
+  ASSERT_TRUE(writer.add_tensor("c", kernels::TensorType::f16, {5, 2}, counting(100)).ok());
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("tern-gguf-writer-memory-" + std::to_string(::getpid()) + ".gguf");
+  ASSERT_TRUE(writer.write(path.string()).ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(path);
+  ASSERT_EQ(writer.file_bytes(), file.size());
+  for (const unsigned threads : {1u, 2u, 8u}) {
+    std::vector<std::byte> memory(file.size(), std::byte{0xAA});  // padding must be written too
+    ASSERT_TRUE(writer.write_to_memory(memory, threads).ok());
+    EXPECT_EQ(std::memcmp(memory.data(), file.data(), file.size()), 0) << threads << " threads";
+  }
+  std::vector<std::byte> short_buffer(file.size() - 1);
+  const Status too_short = writer.write_to_memory(short_buffer, 2);
+  ASSERT_FALSE(too_short.ok());
+  EXPECT_NE(too_short.message().find(std::to_string(file.size())), std::string::npos)
+      << too_short.message();
+
+  ASSERT_TRUE(writer
+                  .add_tensor("broken", kernels::TensorType::f32, {4},
+                              [](std::span<std::byte>) -> Status { return Error{"no data"}; })
+                  .ok());
+  std::vector<std::byte> memory(writer.file_bytes());
+  const Status failed = writer.write_to_memory(memory, 2);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.message(), "tensor 'broken': no data");
+}
+
+TEST(MappedFileFromFilledMemory, HoldsWhatTheFillWroteOrItsError) {
+  auto filled =
+      MappedFile::from_filled_memory(10000, "made", [](std::span<std::byte> out) -> Status {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i] = std::byte(i % 251);
+        return Status::success();
+      });
+  ASSERT_TRUE(filled.ok()) << filled.error().message;
+  EXPECT_EQ(filled->path(), "made");
+  ASSERT_EQ(filled->size(), 10000u);
+  EXPECT_EQ(filled->bytes()[9999], std::byte(9999 % 251));
+  auto failed = MappedFile::from_filled_memory(
+      10000, "made", [](std::span<std::byte>) -> Status { return Error{"cannot fill"}; });
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "cannot fill");
 }
 
 }  // namespace
