@@ -230,14 +230,17 @@ section_tests() {
 }
 
 section_kernels() {
-  local copy_gbs args=()
-  # Shares of the bound need the limits section's copy bandwidth; without it, none are given.
+  local copy_gbs gemm_tflops args=(--only kernels)
+  # The bounds are the limits section's: the copy bandwidth, and cuBLAS's BF16 GEMM for the
+  # kernels whose FLOPs weigh more than their bytes. Without them the bench's own copy probe is
+  # the memory bound, and compute-bound kernels get no share.
   if copy_gbs=$("$python" -c "import json;print(json.load(open('$out/limits.json'))['copy_gbs'])" \
     2>/dev/null); then
     args+=(--bound-gbs "$copy_gbs")
-  else
-    echo "(no copy bandwidth measured: shares of the bound left out)"
-    echo
+  fi
+  if gemm_tflops=$("$python" -c \
+    "import json;print(json.load(open('$out/limits.json'))['gemm_bf16_tflops'])" 2>/dev/null); then
+    args+=(--bound-tflops "$gemm_tflops")
   fi
   $tiny && args+=(--tiny)
   "$kernel_bench" "${args[@]}" >"$out/kernels.jsonl" 2>"$out/kernels.err"
@@ -245,20 +248,25 @@ section_kernels() {
   "$python" - "$out/kernels.jsonl" <<'EOF'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-print("| kernel | shape | format | tokens | us | GB/s | TFLOP/s | share of bound |")
-print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+print("| kernel | case | shape | format | tokens | us (best) | us (mean) | GB/s | TFLOP/s | "
+      "share of bound | bound |")
+print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 def number(row, key, scale=1, digits=1):
     value = row.get(key)
     return "" if value is None else f"{value * scale:.{digits}f}"
 for row in rows:
+    if row.get("kernel") == "device":
+        continue
     if "error" in row:
-        print(f"| {row.get('kernel', '?')} | {row.get('shape', '')} | {row.get('format', '')} | "
-              f"| FAILED: {row['error']} | | | |")
+        print(f"| {row.get('kernel', '?')} | {row.get('case', '')} | {row.get('shape', '')} | "
+              f"{row.get('format', '')} | | FAILED: {row['error']} | | | | | |")
         continue
     share = row.get("share_of_bound")
-    print(f"| {row.get('kernel')} | {row.get('shape', '')} | {row.get('format', '')} | "
-          f"{row.get('tokens', '')} | {number(row, 'time_us')} | {number(row, 'gbs', 1, 0)} | "
-          f"{number(row, 'tflops', 1, 1)} | {'' if share is None else f'{share * 100:.0f}%'} |")
+    print(f"| {row.get('kernel')} | {row.get('case', '')} | {row.get('shape', '')} | "
+          f"{row.get('format', '')} | {row.get('tokens', '')} | {number(row, 'time_us_min')} | "
+          f"{number(row, 'time_us_mean')} | {number(row, 'gbs', 1, 0)} | "
+          f"{number(row, 'tflops', 1, 2)} | {'' if share is None else f'{share * 100:.0f}%'} | "
+          f"{row.get('limit', '')} |")
 EOF
   return $status
 }
