@@ -1,6 +1,7 @@
 #include "engine/model/random_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -29,7 +31,7 @@ using kernels::TensorType;
 // with RMS norms before every matrix, activations stay of order one over any number of layers.
 constexpr double kWeightStddev = 0.02;
 // Uniform in [-a, a) has a standard deviation of a / sqrt(3).
-constexpr double kUniformHalfWidth = kWeightStddev * 1.7320508075688772;
+constexpr float kUniformHalfWidth = static_cast<float>(kWeightStddev * 1.7320508075688772);
 // The root mean square of a random Q8_0 quant (int8, -128..127) and of a random Q4_0 quant
 // (nibble - 8, -8..7): the block scale that gives kWeightStddev is kWeightStddev over them.
 constexpr double kQ8QuantRms = 73.902;  // sqrt(5461.5)
@@ -80,24 +82,55 @@ void fill_quantized_blocks(std::span<std::byte> out, std::uint64_t key, double s
   }
 }
 
-// Uniform in [-half_width, half_width): each random word gives 64 / kBits values of kBits bits.
+// Uniform in [-half_width, half_width): each random word gives 64 / kBits values of kBits bits,
+// each the mantissa of a float in [1, 2), so no integer-to-float conversion or division is needed.
 template <typename Element, int kBits, typename Convert>
-void fill_uniform(std::span<std::byte> out, std::uint64_t key, double half_width, Convert convert) {
-  static_assert(kBits < 64 && 64 % kBits == 0);
+void fill_uniform(std::span<std::byte> out, std::uint64_t key, float half_width, Convert convert) {
+  static_assert(64 % kBits == 0);
   constexpr int kPerWord = 64 / kBits;
   constexpr std::uint64_t kMask = (1ULL << kBits) - 1;
-  const double step = 2.0 * half_width / static_cast<double>(1ULL << kBits);
-  const std::size_t count = out.size() / sizeof(Element);
-  std::byte* elements = out.data();
-  const auto value = [&](std::uint64_t bits) {
-    return convert(static_cast<float>((static_cast<double>(bits) + 0.5) * step - half_width));
+  const float width = 2.0f * half_width;
+  const auto value = [width, convert](std::uint64_t bits) {
+    const auto mantissa =
+        static_cast<std::uint32_t>(kBits >= 23 ? bits >> (kBits - 23) : bits << (23 - kBits));
+    const float one_to_two = std::bit_cast<float>(0x3f800000u | mantissa);
+    return convert((one_to_two - 1.5f) * width);
   };
-  for (std::size_t i = 0, word = 0; i < count; ++word) {
-    std::uint64_t bits = random_word(key, word);
-    for (int k = 0; k < kPerWord && i < count; ++k, ++i, bits >>= kBits) {
-      const Element element = value(bits & kMask);
-      std::memcpy(elements + i * sizeof(Element), &element, sizeof element);
+  // The elements of a word are packed into one 64-bit store: narrow stores read back as one
+  // word stall store-to-load forwarding (3 ns an element instead of under 1).
+  using Bits = std::conditional_t<sizeof(Element) == 4, std::uint32_t, std::uint16_t>;
+  static_assert(sizeof(Element) * 8 == kBits && sizeof(Bits) == sizeof(Element));
+  const std::size_t count = out.size() / sizeof(Element);
+  const std::size_t whole_words = count / kPerWord;
+  if constexpr (kBits == 16) {
+    // Every 16-bit input's element, converted once: a table lookup costs a quarter of the
+    // conversion (F16's rounding branches above all).
+    std::vector<std::uint16_t> table(1u << 16);
+    for (std::uint32_t input = 0; input < table.size(); ++input) {
+      table[input] = std::bit_cast<Bits>(value(input));
     }
+    for (std::size_t word = 0; word < whole_words; ++word) {
+      const std::uint64_t bits = random_word(key, word);
+      const std::uint64_t packed = std::uint64_t{table[bits & 0xffff]} |
+                                   std::uint64_t{table[(bits >> 16) & 0xffff]} << 16 |
+                                   std::uint64_t{table[(bits >> 32) & 0xffff]} << 32 |
+                                   std::uint64_t{table[bits >> 48]} << 48;
+      std::memcpy(out.data() + word * sizeof packed, &packed, sizeof packed);
+    }
+  } else {
+    for (std::size_t word = 0; word < whole_words; ++word) {
+      std::uint64_t bits = random_word(key, word);
+      std::uint64_t packed = 0;
+      for (int k = 0; k < kPerWord; ++k, bits >>= kBits) {
+        packed |= std::uint64_t{std::bit_cast<Bits>(value(bits & kMask))} << (k * kBits);
+      }
+      std::memcpy(out.data() + word * sizeof packed, &packed, sizeof packed);
+    }
+  }
+  std::uint64_t bits = random_word(key, whole_words);
+  for (std::size_t i = whole_words * kPerWord; i < count; ++i, bits >>= kBits) {
+    const Element element = value(bits & kMask);
+    std::memcpy(out.data() + i * sizeof(Element), &element, sizeof element);
   }
 }
 
@@ -114,10 +147,12 @@ GgufWriter::TensorSource random_weights(TensorType type, std::uint64_t key) {
         fill_uniform<float, 32>(out, key, kUniformHalfWidth, [](float v) { return v; });
         return Status::success();
       case TensorType::f16:
-        fill_uniform<std::uint16_t, 16>(out, key, kUniformHalfWidth, kernels::f32_to_f16);
+        fill_uniform<std::uint16_t, 16>(out, key, kUniformHalfWidth,
+                                        [](float v) { return kernels::f32_to_f16(v); });
         return Status::success();
       case TensorType::bf16:
-        fill_uniform<std::uint16_t, 16>(out, key, kUniformHalfWidth, kernels::f32_to_bf16);
+        fill_uniform<std::uint16_t, 16>(out, key, kUniformHalfWidth,
+                                        [](float v) { return kernels::f32_to_bf16(v); });
         return Status::success();
       default:
         return Error{fmt::format("type {} has no random fill", kernels::tensor_type_name(type))};
