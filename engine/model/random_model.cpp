@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/chat/chat_template.h"
 #include "engine/model/gguf_writer.h"
 #include "engine/model/mapped_file.h"
 #include "engine/tokenizer/byte_level.h"
@@ -333,6 +334,9 @@ void add_vocabulary_keys(GgufWriter& writer, const Vocabulary& vocabulary) {
   writer.add_uint32("tokenizer.ggml.bos_token_id", vocabulary.end_of_text);
   writer.add_uint32("tokenizer.ggml.eos_token_id", vocabulary.end_of_text);
   writer.add_bool("tokenizer.ggml.add_bos_token", false);
+  // The server's fallback, stated, so chat requests (tern-loadgen's) need no warning at startup;
+  // its markers are plain text to these vocabularies.
+  writer.add_string("tokenizer.chat_template", chat::chatml_fallback_template());
 }
 
 // The tensors in llama.cpp's names and GGML shapes ({row length, rows[, experts]}).

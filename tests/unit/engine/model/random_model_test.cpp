@@ -311,6 +311,7 @@ TEST(RandomModel, TakesTheGpt2VocabularyPaddedOrTrimmedToTheShape) {
   EXPECT_EQ(gguf->get_string("tokenizer.ggml.model"), "gpt2");
   EXPECT_EQ(gguf->get_array("tokenizer.ggml.tokens")->size(), 512u);
   EXPECT_EQ(gguf->get_int("tokenizer.ggml.eos_token_id"), 511);
+  EXPECT_TRUE(gguf->get_string("tokenizer.chat_template").has_value());  // ChatML, stated
   auto tokenizer = Tokenizer::from_gguf(*gguf);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
   const std::vector<std::int32_t> ids = (*tokenizer)->encode("Hello world, hello!", false);
