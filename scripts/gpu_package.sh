@@ -65,7 +65,8 @@ for file in "${shared_files[@]}"; do
   cp -r "$shared/$file" "$package/shared/$file"
 done
 
-cp scripts/gpu_report.sh scripts/gpu_torch_gemm.py scripts/gpu_wait_ready.py "$package/"
+cp scripts/gpu_report.sh scripts/gpu_torch_gemm.py scripts/gpu_wait_ready.py \
+  scripts/gpu_tests_left_out.txt "$package/"
 git describe --always --dirty >"$package/VERSION" 2>/dev/null || echo unknown >"$package/VERSION"
 echo "$architectures" >"$package/ARCHITECTURES"
 

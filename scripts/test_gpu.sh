@@ -59,13 +59,16 @@ echo "test-gpu: the CUDA kernels on the device (ctest -L gpu)"
 run_ctest -L gpu
 echo "test-gpu: the device runtime and the CUDA backend on the device" \
   "(TERN_TEST_CUDA_BACKEND=cuda ctest -R Cuda -LE gpu)"
-# ServeRefusesACudaBackend... is about machines that cannot run CUDA, so it is left out here;
-# so are the tensor-parallel cases on a machine of one GPU (they need two).
-left_out=ServeRefusesACudaBackend
+# The tests of machines without a GPU are left out here, and so are the tensor-parallel cases on
+# a machine of one GPU (they need two): scripts/gpu_tests_left_out.txt lists both, as gtest
+# patterns, which become ctest regular expressions.
+kinds=no-gpu
 if [ "$(grep -c '^GPU [0-9]' <<<"$gpus")" -lt 2 ]; then
   echo "test-gpu: one GPU: the tensor-parallel tests (two GPUs) are left out"
-  left_out="$left_out|TensorParallel2|tensor_parallel|OverTwoRanks|CudaLogitCandidates.*/[12]$"
+  kinds="no-gpu|two-gpus"
 fi
+left_out=$(grep -E "^[^#].*[[:space:]]($kinds)\$" scripts/gpu_tests_left_out.txt |
+  awk '{print $1}' | sed 's/\*/.*/g; s/^\.\*//; s/\.\*$//' | paste -sd '|')
 TERN_TEST_CUDA_BACKEND=cuda run_ctest -R Cuda -LE gpu -E "$left_out"
 
 skipped=$(grep -E '\*\*\*(Skipped|Not Run)' "$log")

@@ -183,9 +183,12 @@ TEST_F(BackendFactoryModel, BuildsTheCudaBackendOnTheEmulatedDevice) {
   EXPECT_EQ((*backend)->vocab_size(), weights_->config().vocab_size);
 }
 
-// A served model names itself and the reason, and is refused before its weights are read
-// (the path does not even exist).
-TEST(BackendFactory, ServedModelWithCudaNamesTheModelAndTheReason) {
+// Without a usable GPU, a served model names itself and the reason, and is refused before its
+// weights are read (the path does not even exist).
+TEST(BackendFactory, ServedModelWithCudaWithoutAGpuNamesTheModelAndTheReason) {
+  if (check_backend_available({.kind = BackendKind::cuda}).ok()) {
+    GTEST_SKIP() << "a CUDA device is usable here";
+  }
   ModelSpec spec;
   spec.name = "gpu-model";
   spec.path = "/nonexistent/model.gguf";
