@@ -199,7 +199,11 @@ for suite in report.get("testsuites", []):
         if test.get("result") == "SKIPPED" or test.get("status") == "NOTRUN":
             skipped.append(full)
         elif test.get("failures"):
-            failed.append(full)
+            # The message's last line is the assertion's own (CudaOpTrace names the op there).
+            lines = test["failures"][0].get("failure", "").strip().splitlines()
+            message = lines[-1] if lines else ""
+            message = message.replace("|", "/")[:400]
+            failed.append(f"{full}: {message}" if message else full)
         else:
             ran += 1
 print(f"| {name} | {ran} passed | {len(failed)} failed | {len(skipped)} skipped | "

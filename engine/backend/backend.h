@@ -11,6 +11,8 @@
 
 namespace tern::engine {
 
+class OpObserver;
+
 // The kernels' own enum, so a backend hands it over as it is.
 using KvCacheType = kernels::KvType;
 
@@ -114,6 +116,12 @@ class Backend {
   // Rows of the last forward pass, whole, each at logits[row * vocab]: for rows whose candidates
   // did not decide. Valid until the next forward pass or KV copy.
   virtual Status fetch_logit_rows(std::span<const std::int32_t> rows, std::span<float> logits);
+
+  // A debug aid (engine/backend/op_trace.h): later forward passes show each op's outputs to
+  // `observer`, which must outlive them, reading every one back to the host (a device backend
+  // then runs every step eagerly and waits after each op); nullptr stops it. An error where the
+  // backend cannot.
+  virtual Status observe_ops(OpObserver* observer);
 };
 
 }  // namespace tern::engine

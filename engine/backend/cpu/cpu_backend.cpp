@@ -8,6 +8,7 @@
 
 #include "engine/backend/cpu/cpu_batch_ops.h"
 #include "engine/backend/layer_matrices.h"
+#include "engine/backend/op_trace.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_graph.h"
 #include "engine/model/model_tables.h"
@@ -41,7 +42,8 @@ struct CpuBackend::State {
   kernels::ThreadPool& pool;
   CpuBackendOptions options;
   CpuBatchOps ops;
-  kernels::AlignedBuffer tiles;  // q8_tiles.h layouts of the matrices, one after another
+  kernels::AlignedBuffer tiles;    // q8_tiles.h layouts of the matrices, one after another
+  OpObserver* observer = nullptr;  // a debug aid: see Backend::observe_ops
 
   void repack_for_kernels();
 };
@@ -159,7 +161,17 @@ Status CpuBackend::forward(const BatchPlan& plan, std::span<float> logits) {
                                s.ops.kv_block_size(),      s.ops.kv_blocks()};
   if (Status valid = validate_batch_plan(plan, limits, logits.size()); !valid.ok()) return valid;
   s.ops.begin(plan, logits);
+  if (s.observer != nullptr) {
+    ObservedBatchOps observed(s.ops, s.ops, *s.observer);
+    s.graph(s.spec, observed);
+    return observed.status();
+  }
   s.graph(s.spec, s.ops);
+  return Status::success();
+}
+
+Status CpuBackend::observe_ops(OpObserver* observer) {
+  state_->observer = observer;
   return Status::success();
 }
 

@@ -37,6 +37,7 @@ class CpuBackend final : public Backend {
   Status allocate_kv_cache(const KvCacheSpec& spec) override;
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
+  Status observe_ops(OpObserver* observer) override;
 
  private:
   struct State;

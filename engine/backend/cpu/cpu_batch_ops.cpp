@@ -216,6 +216,14 @@ std::int64_t CpuBatchOps::rows(Activation activation) const {
              : plan_->num_tokens();
 }
 
+Status CpuBatchOps::read_activation(Activation activation, HostActivation& out) {
+  out.rows = rows(activation);
+  out.width = width(activation);
+  const float* values = data(activation);
+  out.values.assign(values, values + out.rows * out.width);
+  return Status::success();
+}
+
 const std::vector<float>& CpuBatchOps::vector(VectorRef ref) const {
   if (ref.name == Vector::output_norm) return tables_.output_norm;
   return layer_vector(tables_.layers[static_cast<std::size_t>(ref.layer)], ref.name);

@@ -8,6 +8,7 @@
 
 #include "engine/backend/batch_ops.h"
 #include "engine/backend/layer_matrices.h"
+#include "engine/backend/op_trace.h"
 #include "engine/batch_plan.h"
 #include "engine/model/model_tables.h"
 #include "engine/model/model_weights.h"
@@ -41,7 +42,7 @@ struct CpuBuffers {
 // splitting the work over the thread pool inside the call. Activations live in buffers sized
 // once, so a forward pass allocates nothing. Weights are read in place from the model's mapping
 // (or from their repacked tiles), norms and RoPE tables from the model's ModelTables.
-class CpuBatchOps final : public BatchOps {
+class CpuBatchOps final : public BatchOps, public ActivationReader {
  public:
   using LayerMatrices = engine::LayerMatrices<kernels::WeightMatrix>;
 
@@ -120,6 +121,8 @@ class CpuBatchOps final : public BatchOps {
   void expert_ffn(std::int32_t layer, Activation in, Activation out) override;
   void store_latent_kv(std::int32_t layer, Activation latent) override;
   void latent_attention(std::int32_t layer, Activation q, Activation out) override;
+
+  Status read_activation(Activation activation, HostActivation& out) override;
 
   // Expert weight bytes the last forward pass read (each routed expert once per layer).
   std::uint64_t expert_bytes_read() const { return expert_bytes_read_; }

@@ -57,6 +57,7 @@ struct CudaBackend::State {
   std::optional<DevicePlan> plan;  // sized with the KV cache: its block tables need block_size
   DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
   bool kernels_loaded = false;     // the decode steps ran eagerly once, before the first capture
+  OpObserver* observer = nullptr;  // a debug aid: see Backend::observe_ops
 
   ~State() {
     decode_graphs.clear();
@@ -398,7 +399,9 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
   const bool decode_only = std::ranges::all_of(
       batch.sequences, [](const SequenceChunk& c) { return c.token_count == 1; });
   const int sequences = static_cast<int>(batch.sequences.size());
-  const int bucket = decode_only && sequences > 0 ? decode_graphs.bucket_for(sequences) : 0;
+  const bool traced = observer != nullptr;
+  const int bucket =
+      decode_only && sequences > 0 && !traced ? decode_graphs.bucket_for(sequences) : 0;
   if (Status uploaded = plan->upload(batch, stream, bucket); !uploaded.ok()) return uploaded;
   if (bucket > 0) {
     // The plan's copy above is issued on the same stream, so the graph reads this step's plan.
@@ -408,11 +411,18 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
     }
   } else {
     ops->begin(plan->view());
-    graph(spec, *ops);
-    if (!ops->status().ok()) {
+    Status observed = Status::success();
+    if (traced) {
+      ObservedBatchOps observed_ops(*ops, *ops, *observer);
+      graph(spec, observed_ops);
+      observed = observed_ops.status();
+    } else {
+      graph(spec, *ops);
+    }
+    if (!ops->status().ok() || !observed.ok()) {
       // Whatever was issued before the failure must finish before the plan's buffers are reused.
       static_cast<void>(runtime->synchronize(stream));
-      return ops->status();
+      return ops->status().ok() ? observed : ops->status();
     }
   }
   last_logit_rows = plan->view().logit_row_count;
@@ -459,6 +469,11 @@ Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
   }
   const Status done = s.runtime->synchronize(s.stream);
   return copied.ok() ? done : copied;
+}
+
+Status CudaBackend::observe_ops(OpObserver* observer) {
+  state_->observer = observer;
+  return Status::success();
 }
 
 std::int32_t CudaBackend::logit_candidate_count() const {

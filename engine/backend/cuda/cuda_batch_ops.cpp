@@ -109,6 +109,19 @@ std::int64_t CudaBatchOps::rows(Activation activation) const {
              : plan_.tokens;
 }
 
+Status CudaBatchOps::read_activation(Activation activation, HostActivation& out) {
+  if (failed()) return status_;
+  out.rows = rows(activation);
+  out.width = width(activation);
+  out.values.resize(static_cast<std::size_t>(out.rows * out.width));
+  const auto bytes = static_cast<std::uint64_t>(out.values.size()) * sizeof(float);
+  Status copied = Status::success();
+  if (bytes > 0)
+    copied = runtime_->copy_to_host(out.values.data(), buffer(activation), bytes, stream_);
+  const Status done = runtime_->synchronize(stream_);
+  return copied.ok() ? done : copied;
+}
+
 bool CudaBatchOps::check(int launch_status, std::string_view kernel) {
   if (failed()) return false;
   status_ = runtime_->launched(launch_status, kernel);

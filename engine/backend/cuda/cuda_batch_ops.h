@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/device_model_weights.h"
 #include "engine/backend/cuda/device_plan.h"
 #include "engine/backend/cuda/device_runtime.h"
+#include "engine/backend/op_trace.h"
 #include "engine/expected.h"
 #include "engine/model/rank_shape.h"
 #include "kernels/rope_config.h"
@@ -27,7 +28,7 @@ struct CudaBuffers {
 // activations' Q8_1 quantization, then a GEMV or GEMM per output) on the backend's stream, over
 // activation buffers allocated once. Ops only issue work; a launch that fails keeps its error
 // for status() and the ops after it issue nothing.
-class CudaBatchOps final : public BatchOps {
+class CudaBatchOps final : public BatchOps, public ActivationReader {
  public:
   // `runtime`, `weights`, `kv_cache` and `communicator` must outlive the ops. With a
   // communicator of more than one rank, all_reduce sums the ranks' partial rows (in rank order,
@@ -65,6 +66,9 @@ class CudaBatchOps final : public BatchOps {
   void expert_ffn(std::int32_t layer, Activation in, Activation out) override;
   void store_latent_kv(std::int32_t layer, Activation latent) override;
   void latent_attention(std::int32_t layer, Activation q, Activation out) override;
+
+  // Waits for the ops issued so far, then copies the activation out (the op trace's reader).
+  Status read_activation(Activation activation, HostActivation& out) override;
 
  private:
   static constexpr int kActivations = static_cast<int>(Activation::logits) + 1;
