@@ -8,6 +8,10 @@
 #include <fmt/format.h>
 
 #include "engine/admission.h"
+#include "engine/device_candidates.h"
+#include "engine/engine_counters.h"
+#include "engine/engine_sequence.h"
+#include "engine/event_delivery.h"
 #include "engine/generation.h"
 #include "engine/kv_cache.h"
 #include "engine/mpsc_queue.h"
@@ -23,41 +27,18 @@ std::int64_t nanoseconds(Clock::duration duration) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
 }
 
-struct ActiveRequest;
+// Times a span of the engine thread into one of a step's figures.
+class StopWatch {
+ public:
+  explicit StopWatch(std::int64_t& into) : into_(into), start_(Clock::now()) {}
+  ~StopWatch() { into_ += nanoseconds(Clock::now() - start_); }
+  StopWatch(const StopWatch&) = delete;
+  StopWatch& operator=(const StopWatch&) = delete;
 
-// One sample as the scheduler sees it (a Sequence), plus what the engine keeps beside it. A
-// waiting sample is cheap: its generation state (sampler, penalties, detokenizer) is made when
-// it is first scheduled, so a queue full of fan-out requests costs little memory.
-struct EngineSequence : Sequence {
-  EngineSequence(ActiveRequest& owner, std::int32_t sample_index)
-      : request(owner), index(sample_index) {}
-
-  ActiveRequest& request;
-  std::int32_t index;
-  std::unique_ptr<Generation> generation;
-  bool finished = false;
-  bool in_scheduler = false;
-  bool counted_waiting = true;          // holds one of its request's waiting slots
-  std::optional<RequestEvent> pending;  // could not be pushed: the consumer is behind
-
-  // First scheduled, or finished before that: its waiting slot goes back to admission.
-  void leave_waiting_queue();
+ private:
+  std::int64_t& into_;
+  Clock::time_point start_;
 };
-
-struct ActiveRequest {
-  Request request;
-  std::shared_ptr<detail::RequestChannel> channel;
-  std::vector<std::unique_ptr<EngineSequence>> samples;
-  WaitingSlots waiting;  // one per sample not yet scheduled
-  std::int32_t unfinished = 0;
-  bool forked = false;
-};
-
-void EngineSequence::leave_waiting_queue() {
-  if (!counted_waiting) return;
-  counted_waiting = false;
-  request.waiting.release();
-}
 
 struct Command {
   enum class Kind { submit, cancel };
@@ -72,23 +53,6 @@ struct Inbox final : ChannelWaker {
   explicit Inbox(std::size_t capacity) : queue(capacity) {}
   void wake() override { queue.wake(); }
   MpscQueue<Command> queue;
-};
-
-// Written by the engine thread, read by stats() anywhere.
-struct Counters {
-  std::atomic<std::int32_t> running{0};
-  std::atomic<std::int64_t> preempted_total{0}, steps{0}, step_tokens_total{0};
-  std::atomic<std::int32_t> last_step_tokens{0}, kv_free_blocks{0};
-  std::atomic<std::int64_t> prompt_tokens{0}, generated_tokens{0}, cached_tokens{0};
-  std::atomic<std::int64_t> requests_finished{0};
-  std::atomic<std::int64_t> schedule_ns{0}, forward_ns{0}, sample_ns{0}, detokenize_ns{0};
-  std::atomic<std::int64_t> expert_bytes_read{0};
-  std::atomic<std::int64_t> candidate_rows{0}, full_rows{0}, fetched_rows{0};
-  std::atomic<double> prefix_hit_rate{0};
-
-  static void add(std::atomic<std::int64_t>& counter, std::int64_t value) {
-    counter.store(counter.load(std::memory_order_relaxed) + value, std::memory_order_relaxed);
-  }
 };
 
 }  // namespace
@@ -110,23 +74,12 @@ struct Engine::State {
         scheduler(scheduler_options, kv_cache),
         inbox(std::make_shared<Inbox>(engine_options.submit_queue_capacity)),
         admission(engine_options.admission),
+        delivery(static_cast<std::size_t>(scheduler_options.max_num_seqs)),
+        device_candidates(model_backend.logit_candidate_count(), scheduler_options.max_num_seqs,
+                          limits.vocab_size),
         logits(static_cast<std::size_t>(scheduler_options.max_num_seqs) *
                static_cast<std::size_t>(limits.vocab_size)),
-        scratch(static_cast<std::size_t>(limits.vocab_size)),
-        candidate_count(model_backend.logit_candidate_count()) {
-    const auto rows = static_cast<std::size_t>(scheduler_options.max_num_seqs);
-    if (candidate_count > 0) {
-      const std::size_t candidates_per_row = static_cast<std::size_t>(candidate_count);
-      row_requests.resize(rows);
-      candidate_values.resize(rows * candidates_per_row);
-      candidate_ids.resize(rows * candidates_per_row);
-      log_sum_exp.resize(rows);
-      scaled_mass.resize(rows);
-      candidate_rows = {candidate_values, candidate_ids, log_sum_exp, scaled_mass, 0};
-      deferred.reserve(2 * rows);
-      fetch_rows.reserve(rows);
-    }
-    paused.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
+        scratch(static_cast<std::size_t>(limits.vocab_size)) {
     completed.reserve(static_cast<std::size_t>(scheduler_options.max_num_seqs));
     candidates.reserve(static_cast<std::size_t>(limits.vocab_size));
   }
@@ -143,38 +96,21 @@ struct Engine::State {
 
   // Engine thread only.
   std::unordered_map<std::uint64_t, std::unique_ptr<ActiveRequest>> active;
-  std::vector<EngineSequence*> paused;
   std::vector<std::uint64_t> completed;
+  EventDelivery delivery;
+  DeviceCandidates device_candidates;
   std::vector<float> logits;
   std::vector<float> scratch;
   SamplerScratch candidates;
-
-  // Device-side sampling (Backend::logit_candidate_count() > 0): what each row needs, the
-  // rows' candidates, and the samples whose candidates did not decide, served from whole rows
-  // fetched after the others.
-  struct Deferred {
-    EngineSequence* sample;
-    std::int32_t row;
-    std::int32_t token;  // chosen already (only its logprobs need the row), or -1
-  };
-  std::int32_t candidate_count = 0;
   std::uint64_t kv_cache_bytes = 0;  // set once at create()
   std::uint64_t kv_bytes_per_token = 0;
-  std::vector<LogitRowRequest> row_requests;
-  std::vector<float> candidate_values;
-  std::vector<std::int32_t> candidate_ids;
-  std::vector<float> log_sum_exp;
-  std::vector<double> scaled_mass;
-  LogitCandidateRows candidate_rows;
-  std::vector<Deferred> deferred;
-  std::vector<std::int32_t> fetch_rows;
 
   // Shared.
   std::atomic<std::uint64_t> next_id{1};
   std::atomic<std::int32_t> submits_in_flight{0};
   std::atomic<bool> stopping{false};
   std::atomic<StopMode> stop_mode{StopMode::drain};
-  Counters counters;
+  EngineCounters counters;
   std::thread thread;
 
   void run();
@@ -182,26 +118,29 @@ struct Engine::State {
   void start(std::unique_ptr<ActiveRequest> request);
   void start_generation(EngineSequence& sample);
   void poll_cancellations();
-  void retry_paused();
+
+  // A step and its four phases.
   bool step();
+  const SchedulerOutput& schedule(EngineCounters::Step& figures);
+  Status run_forward(const SchedulerOutput& output, EngineCounters::Step& figures);
+  void sample(const SchedulerOutput& output, EngineCounters::Step& figures);
+  void deliver(EngineCounters::Step& figures);
+
   void fork_samples(ActiveRequest& request, EngineSequence& parent);
-  Status run_forward(const SchedulerOutput& output);
-  std::int32_t ask_for_rows(const SchedulerOutput& output);
-  LogitCandidates candidates_of(std::int32_t row) const;
-  void sample_rows(const SchedulerOutput& output);
-  void sample_deferred();
-  void generate(EngineSequence& sample, std::span<const float> row);
-  void generate(EngineSequence& sample, std::int32_t row);
-  void deliver_token(EngineSequence& sample, std::int32_t token, std::span<const float> row);
+  void sample_row(EngineSequence& sample, std::int32_t row, EngineCounters::Step& figures);
+  void sample_from_logits(EngineSequence& sample, std::span<const float> logits_row,
+                          EngineCounters::Step& figures);
+  void sample_deferred(EngineCounters::Step& figures);
+  void describe_token(EngineSequence& sample, std::int32_t token, std::span<const float> logits_row,
+                      EngineCounters::Step& figures);
+
   void publish(EngineSequence& sample, RequestEvent&& event);
-  bool deliver(EngineSequence& sample, RequestEvent& event);
-  void emit(EngineSequence& sample, RequestEvent&& event);
   void finish(EngineSequence& sample, RequestEvent&& event);
   void finish_with(EngineSequence& sample, FinishReason reason, std::string_view message);
   void finish_with(EngineSequence& sample, const Error& error);
   void cancel_request(ActiveRequest& request, std::string_view message);
   void remove_completed();
-  void publish_counters();
+  void record_state();
 };
 
 // ---- the engine thread ----------------------------------------------------------------------
@@ -218,7 +157,7 @@ void Engine::State::run() {
         if (cancel_all) cancel_request(*request, "the engine is stopping");
       }
       // A paused sample would wait on its consumer forever.
-      while (!paused.empty()) cancel_request(paused.back()->request, "slow_consumer");
+      while (delivery.any_paused()) cancel_request(delivery.last_paused().request, "slow_consumer");
       remove_completed();
       if (active.empty() && submits_in_flight.load(std::memory_order_seq_cst) == 0 &&
           inbox->queue.empty()) {
@@ -226,11 +165,11 @@ void Engine::State::run() {
       }
     }
     poll_cancellations();
-    retry_paused();
+    delivery.retry_paused();
     remove_completed();
     const bool ran = scheduler.has_work() && step();
     remove_completed();
-    publish_counters();
+    record_state();
     if (!ran && !stopping.load()) inbox->queue.wait(epoch);
     if (!ran && stopping.load()) std::this_thread::yield();  // a submit() is finishing its push
   }
@@ -250,8 +189,7 @@ void Engine::State::drain_commands() {
 void Engine::State::start(std::unique_ptr<ActiveRequest> owned) {
   ActiveRequest& request = *owned;
   active.emplace(request.channel->id, std::move(owned));
-  Counters::add(counters.prompt_tokens,
-                static_cast<std::int64_t>(request.request.prompt_ids.size()));
+  counters.record_request_started(static_cast<std::int64_t>(request.request.prompt_ids.size()));
   EngineSequence& first = *request.samples.front();
   if (Status added = scheduler.add(&first); !added.ok()) {
     finish_with(first, added.error());
@@ -268,57 +206,120 @@ void Engine::State::poll_cancellations() {
   }
 }
 
-void Engine::State::retry_paused() {
-  std::erase_if(paused, [&](EngineSequence* sample) {
-    // Announce the wait first, so that a pop after a failed check is sure to wake us.
-    sample->request.channel->engine_waiting_for_room.store(true, std::memory_order_seq_cst);
-    if (!deliver(*sample, *sample->pending)) return false;
-    sample->pending.reset();
-    sample->paused = false;
-    return true;
-  });
-}
-
+// One step: schedule a batch, run it on the backend, sample each row's token, deliver the
+// events. False when the scheduler had nothing to run.
 bool Engine::State::step() {
-  const Clock::time_point schedule_start = Clock::now();
-  const SchedulerOutput& output = scheduler.schedule();
-  for (Sequence* sequence : output.out_of_memory) {
-    finish_with(static_cast<EngineSequence&>(*sequence),
-                Error{"the sequence no longer fits in the KV cache", ErrorKind::context_length});
+  EngineCounters::Step figures;
+  const SchedulerOutput& output = schedule(figures);
+  if (output.plan.sequences.empty()) {
+    counters.record_step(figures);
+    return false;
   }
-  publish_counters();  // running before no longer waiting, so a snapshot never sees neither
-  for (Sequence* sequence : output.scheduled) {
-    auto& sample = static_cast<EngineSequence&>(*sequence);
-    if (!sample.generation) start_generation(sample);
-  }
-  Counters::add(counters.preempted_total, static_cast<std::int64_t>(output.preempted.size()));
-  const Clock::time_point forward_start = Clock::now();
-  Counters::add(counters.schedule_ns, nanoseconds(forward_start - schedule_start));
-  if (output.plan.sequences.empty()) return false;
-
-  Status ran = run_forward(output);
-  const Clock::time_point sample_start = Clock::now();
-  Counters::add(counters.forward_ns, nanoseconds(sample_start - forward_start));
-  Counters::add(counters.expert_bytes_read, static_cast<std::int64_t>(backend.expert_bytes_read()));
-  if (!ran.ok()) {
+  if (Status ran = run_forward(output, figures); ran.ok()) {
+    sample(output, figures);
+  } else {
     // Finished first, so that on_step_done() publishes none of their blocks to the prefix cache.
     for (Sequence* sequence : output.scheduled) {
       finish_with(static_cast<EngineSequence&>(*sequence), ran.error());
     }
     scheduler.on_step_done();
-    return true;
   }
-  scheduler.on_step_done();
-
-  const std::int64_t detokenize_before = counters.detokenize_ns.load(std::memory_order_relaxed);
-  sample_rows(output);
-  const std::int64_t detokenize_ns =
-      counters.detokenize_ns.load(std::memory_order_relaxed) - detokenize_before;
-  Counters::add(counters.sample_ns, nanoseconds(Clock::now() - sample_start) - detokenize_ns);
-  Counters::add(counters.steps, 1);
-  Counters::add(counters.step_tokens_total, output.plan.num_tokens());
-  counters.last_step_tokens.store(output.plan.num_tokens(), std::memory_order_relaxed);
+  deliver(figures);
   return true;
+}
+
+// The scheduler's batch; its samples that run for the first time get their generation state.
+const SchedulerOutput& Engine::State::schedule(EngineCounters::Step& figures) {
+  const StopWatch timed(figures.schedule_ns);
+  const SchedulerOutput& output = scheduler.schedule();
+  for (Sequence* sequence : output.out_of_memory) {
+    finish_with(static_cast<EngineSequence&>(*sequence),
+                Error{"the sequence no longer fits in the KV cache", ErrorKind::context_length});
+  }
+  record_state();  // running before no longer waiting, so a snapshot never sees neither
+  for (Sequence* sequence : output.scheduled) {
+    auto& sample = static_cast<EngineSequence&>(*sequence);
+    if (!sample.generation) start_generation(sample);
+  }
+  figures.preempted = static_cast<std::int64_t>(output.preempted.size());
+  return output;
+}
+
+// The sample leaves the waiting queue: from here on it holds its generation state.
+void Engine::State::start_generation(EngineSequence& sample) {
+  ActiveRequest& request = sample.request;
+  sample.leave_waiting_queue();
+  const Request& stored = request.request;
+  // So that appending a token never reallocates.
+  sample.tokens.reserve(stored.prompt_ids.size() +
+                        static_cast<std::size_t>(stored.stop.max_tokens));
+  sample.generation = std::make_unique<Generation>(stored, sample.index, generation_limits);
+}
+
+// The block copies, then the forward pass: whole logits rows, or each row's device candidates
+// where they may decide.
+Status Engine::State::run_forward(const SchedulerOutput& output, EngineCounters::Step& figures) {
+  const StopWatch timed(figures.forward_ns);
+  Status ran = Status::success();
+  if (!output.block_copies.empty()) ran = backend.copy_kv_blocks(output.block_copies);
+  if (ran.ok() && !device_candidates.enabled()) ran = backend.forward(output.plan, logits);
+  if (ran.ok() && device_candidates.enabled()) {
+    ran = backend.forward_with_candidates(output.plan, device_candidates.ask_for_rows(output),
+                                          logits, device_candidates.rows());
+  }
+  figures.expert_bytes_read = static_cast<std::int64_t>(backend.expert_bytes_read());
+  if (ran.ok()) {
+    figures.forward_ok = true;
+    figures.tokens = output.plan.num_tokens();
+  }
+  return ran;
+}
+
+// A token for each row, appended to its sample; the events that tell them are queued for
+// deliver().
+void Engine::State::sample(const SchedulerOutput& output, EngineCounters::Step& figures) {
+  const Clock::time_point start = Clock::now();
+  const std::int64_t detokenize_before = figures.detokenize_ns;
+  scheduler.on_step_done();
+  device_candidates.clear_deferred();
+  std::int32_t row = 0;
+  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
+    if (!output.plan.sequences[i].wants_logits) continue;
+    const std::int32_t this_row = row++;
+    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
+    if (sample.finished) continue;
+    ActiveRequest& request = sample.request;
+    if (request.request.n > 1 && !request.forked) {
+      fork_samples(request, sample);
+      for (std::size_t s = 1; s < request.samples.size(); ++s) {
+        EngineSequence& child = *request.samples[s];
+        // Forked children continue from this very row; fallbacks prefill on their own.
+        if (!child.finished && child.state == SequenceState::running &&
+            child.num_computed_tokens == child.num_tokens()) {
+          sample_row(child, this_row, figures);
+        }
+      }
+    }
+    if (!sample.finished) sample_row(sample, this_row, figures);
+  }
+  if (!device_candidates.deferred().empty()) sample_deferred(figures);
+  figures.sample_ns +=
+      nanoseconds(Clock::now() - start) - (figures.detokenize_ns - detokenize_before);
+}
+
+// The step's events to their requests, after its counters are recorded: a consumer that sees
+// a token finds it counted.
+void Engine::State::deliver(EngineCounters::Step& figures) {
+  counters.record_step(figures);
+  std::int64_t delivery_ns = 0;
+  {
+    const StopWatch timed(delivery_ns);
+    delivery.deliver_queued([this](EngineSequence& sample, RequestEvent&& event) {
+      // A request cancelled for a slow consumer earlier in this loop drops its samples' events.
+      if (!sample.finished) publish(sample, std::move(event));
+    });
+  }
+  counters.record_delivery(delivery_ns);
 }
 
 // n > 1: the other samples share the prompt's blocks from here on.
@@ -343,102 +344,54 @@ void Engine::State::fork_samples(ActiveRequest& request, EngineSequence& parent)
   }
 }
 
-// The sample leaves the waiting queue: from here on it holds its generation state.
-void Engine::State::start_generation(EngineSequence& sample) {
-  ActiveRequest& request = sample.request;
-  sample.leave_waiting_queue();
-  const Request& stored = request.request;
-  // So that appending a token never reallocates.
-  sample.tokens.reserve(stored.prompt_ids.size() +
-                        static_cast<std::size_t>(stored.stop.max_tokens));
-  sample.generation = std::make_unique<Generation>(stored, sample.index, generation_limits);
-}
-
-Status Engine::State::run_forward(const SchedulerOutput& output) {
-  if (!output.block_copies.empty()) {
-    if (Status copied = backend.copy_kv_blocks(output.block_copies); !copied.ok()) return copied;
+// The token of logits row `row` for `sample`: from the row's device candidates where they
+// decide, else from the whole row (now, or once fetched: sample_deferred()).
+void Engine::State::sample_row(EngineSequence& sample, std::int32_t row,
+                               EngineCounters::Step& figures) {
+  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
+  if (device_candidates.whole(row)) {
+    ++figures.full_rows;
+    sample_from_logits(
+        sample,
+        std::span<const float>(logits).subspan(static_cast<std::size_t>(row) * vocab, vocab),
+        figures);
+    return;
   }
-  if (candidate_count == 0) return backend.forward(output.plan, logits);
-  const auto rows = static_cast<std::size_t>(ask_for_rows(output));
-  return backend.forward_with_candidates(output.plan, std::span(row_requests).first(rows), logits,
-                                         candidate_rows);
-}
-
-// What each logits row must bring back: its candidates where they may decide, else all of it.
-std::int32_t Engine::State::ask_for_rows(const SchedulerOutput& output) {
-  std::int32_t row = 0;
-  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
-    if (!output.plan.sequences[i].wants_logits) continue;
-    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
-    LogitRowRequest& request = row_requests[static_cast<std::size_t>(row++)];
-    request = LogitRowRequest{};
-    if (sample.finished) {
-      request.full_row = false;  // nobody reads it
-      continue;
-    }
-    // Before an n > 1 request forks, its other samples draw from this row alike: the same
-    // parameters, nothing generated yet.
-    if (sample.generation->sample_path(sample.num_generated_tokens(), candidate_count) ==
-        SamplePath::kCandidates) {
-      request.full_row = false;
-      request.inverse_temperature = sample.generation->inverse_temperature();
-      // A constrained row is masked on the device before its candidates are taken.
-      request.token_mask = sample.generation->device_token_mask();
-    }
+  const LogitCandidates row_candidates = device_candidates.candidates_of(row);
+  const std::int32_t generated = sample.num_generated_tokens();
+  const std::optional<std::int32_t> token =
+      sample.generation->choose(row_candidates, candidates, generated);
+  if (!token) {
+    device_candidates.defer(sample, row, -1);
+    return;
   }
-  return row;
-}
-
-LogitCandidates Engine::State::candidates_of(std::int32_t row) const {
-  const auto count = static_cast<std::size_t>(candidate_count);
-  const std::size_t at = static_cast<std::size_t>(row) * count;
-  LogitCandidates candidates_row;
-  candidates_row.values = std::span<const float>(candidate_values).subspan(at, count);
-  candidates_row.ids = std::span<const std::int32_t>(candidate_ids).subspan(at, count);
-  candidates_row.vocab = limits.vocab_size;
-  candidates_row.scaled_mass = scaled_mass[static_cast<std::size_t>(row)];
-  candidates_row.scaled_mass_relative_error = candidate_rows.scaled_mass_relative_error;
-  candidates_row.log_sum_exp = log_sum_exp[static_cast<std::size_t>(row)];
-  return candidates_row;
-}
-
-void Engine::State::sample_rows(const SchedulerOutput& output) {
-  deferred.clear();
-  std::int32_t row = 0;
-  for (std::size_t i = 0; i < output.scheduled.size(); ++i) {
-    if (!output.plan.sequences[i].wants_logits) continue;
-    const std::int32_t this_row = row++;
-    auto& sample = static_cast<EngineSequence&>(*output.scheduled[i]);
-    if (sample.finished) continue;
-    ActiveRequest& request = sample.request;
-    if (request.request.n > 1 && !request.forked) {
-      fork_samples(request, sample);
-      for (std::size_t s = 1; s < request.samples.size(); ++s) {
-        EngineSequence& child = *request.samples[s];
-        // Forked children continue from this very row; fallbacks prefill on their own.
-        if (!child.finished && child.state == SequenceState::running &&
-            child.num_computed_tokens == child.num_tokens()) {
-          generate(child, this_row);
-        }
-      }
-    }
-    if (!sample.finished) generate(sample, this_row);
+  scheduler.append_token(sample, *token);
+  ++figures.generated_tokens;
+  const StopWatch timed(figures.detokenize_ns);
+  RequestEvent event;
+  if (!sample.generation->describe(*token, row_candidates, generated + 1, event)) {
+    device_candidates.defer(sample, row, *token);  // its logprobs need the row
+    return;
   }
-  if (!deferred.empty()) sample_deferred();
+  ++figures.candidate_rows;
+  delivery.queue(sample, std::move(event));
+}
+
+void Engine::State::sample_from_logits(EngineSequence& sample, std::span<const float> logits_row,
+                                       EngineCounters::Step& figures) {
+  const std::int32_t generated = sample.num_generated_tokens();
+  const std::int32_t token = sample.generation->choose(logits_row, scratch, candidates, generated);
+  scheduler.append_token(sample, token);
+  ++figures.generated_tokens;
+  describe_token(sample, token, logits_row, figures);
 }
 
 // The samples whose candidates did not decide, from their whole rows, fetched in one go.
-void Engine::State::sample_deferred() {
-  fetch_rows.clear();
-  for (const Deferred& waiting : deferred) {
-    if (std::ranges::find(fetch_rows, waiting.row) == fetch_rows.end()) {
-      fetch_rows.push_back(waiting.row);
-    }
-  }
-  Counters::add(counters.fetched_rows, static_cast<std::int64_t>(fetch_rows.size()));
-  const Status fetched = backend.fetch_logit_rows(fetch_rows, logits);
+void Engine::State::sample_deferred(EngineCounters::Step& figures) {
+  const Status fetched =
+      device_candidates.fetch_deferred_rows(backend, logits, figures.fetched_rows);
   const auto vocab = static_cast<std::size_t>(limits.vocab_size);
-  for (const Deferred& waiting : deferred) {
+  for (const DeviceCandidates::Deferred& waiting : device_candidates.deferred()) {
     EngineSequence& sample = *waiting.sample;
     if (sample.finished) continue;
     if (!fetched.ok()) {
@@ -449,101 +402,39 @@ void Engine::State::sample_deferred() {
         static_cast<std::size_t>(waiting.row) * vocab, vocab);
     // Every sampled token counts once, by where it was drawn from.
     if (waiting.token < 0) {
-      Counters::add(counters.full_rows, 1);
-      generate(sample, row);
+      ++figures.full_rows;
+      sample_from_logits(sample, row, figures);
     } else {
-      Counters::add(counters.candidate_rows, 1);
-      deliver_token(sample, waiting.token, row);
+      ++figures.candidate_rows;
+      describe_token(sample, waiting.token, row, figures);
     }
   }
 }
 
-void Engine::State::generate(EngineSequence& sample, std::int32_t row) {
-  const auto vocab = static_cast<std::size_t>(limits.vocab_size);
-  if (candidate_count == 0 || row_requests[static_cast<std::size_t>(row)].full_row) {
-    Counters::add(counters.full_rows, 1);
-    generate(sample,
-             std::span<const float>(logits).subspan(static_cast<std::size_t>(row) * vocab, vocab));
-    return;
-  }
-  const LogitCandidates row_candidates = candidates_of(row);
-  const std::int32_t generated = sample.num_generated_tokens();
-  const std::optional<std::int32_t> token =
-      sample.generation->choose(row_candidates, candidates, generated);
-  if (!token) {
-    deferred.push_back({&sample, row, -1});
-    return;
-  }
-  scheduler.append_token(sample, *token);
-  Counters::add(counters.generated_tokens, 1);
-  const Clock::time_point start = Clock::now();
+// `token` is appended already: the event that tells it, queued.
+void Engine::State::describe_token(EngineSequence& sample, std::int32_t token,
+                                   std::span<const float> logits_row,
+                                   EngineCounters::Step& figures) {
+  const StopWatch timed(figures.detokenize_ns);
   RequestEvent event;
-  if (!sample.generation->describe(*token, row_candidates, generated + 1, event)) {
-    deferred.push_back({&sample, row, *token});  // its logprobs need the row
-    return;
-  }
-  Counters::add(counters.candidate_rows, 1);
-  publish(sample, std::move(event));
-  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
-}
-
-void Engine::State::generate(EngineSequence& sample, std::span<const float> row) {
-  const std::int32_t generated = sample.num_generated_tokens();
-  const std::int32_t token = sample.generation->choose(row, scratch, candidates, generated);
-  scheduler.append_token(sample, token);
-  Counters::add(counters.generated_tokens, 1);
-  deliver_token(sample, token, row);
-}
-
-// `token` is appended already: the event that tells it.
-void Engine::State::deliver_token(EngineSequence& sample, std::int32_t token,
-                                  std::span<const float> row) {
-  const Clock::time_point start = Clock::now();
-  RequestEvent event;
-  sample.generation->describe(token, row, sample.num_generated_tokens(), event);
-  publish(sample, std::move(event));
-  Counters::add(counters.detokenize_ns, nanoseconds(Clock::now() - start));
+  sample.generation->describe(token, logits_row, sample.num_generated_tokens(), event);
+  delivery.queue(sample, std::move(event));
 }
 
 void Engine::State::publish(EngineSequence& sample, RequestEvent&& event) {
   if (event.finish_reason) {
     finish(sample, std::move(event));
-  } else {
-    emit(sample, std::move(event));
-  }
-}
-
-// Pushes a non-final event if it leaves a slot for the last event of every unfinished sample.
-bool Engine::State::deliver(EngineSequence& sample, RequestEvent& event) {
-  SpscChannel<RequestEvent>& events = sample.request.channel->events;
-  if (events.size() + static_cast<std::size_t>(sample.request.unfinished) >= events.capacity()) {
-    return false;
-  }
-  return events.try_push(std::move(event));
-}
-
-void Engine::State::emit(EngineSequence& sample, RequestEvent&& event) {
-  if (deliver(sample, event)) return;
-  ActiveRequest& request = sample.request;
-  if (request.request.slow_consumer == SlowConsumerPolicy::cancel) {
-    cancel_request(request, "slow_consumer");
     return;
   }
-  request.channel->engine_waiting_for_room.store(true, std::memory_order_seq_cst);
-  if (deliver(sample, event)) return;  // the consumer made room meanwhile
-  sample.pending = std::move(event);
-  sample.paused = true;
-  paused.push_back(&sample);
+  if (delivery.emit(sample, std::move(event)) == EventDelivery::Outcome::cancel_request) {
+    cancel_request(sample.request, "slow_consumer");
+  }
 }
 
 void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
   if (sample.finished) return;
   sample.finished = true;
-  if (sample.paused) {
-    sample.paused = false;
-    std::erase(paused, &sample);
-  }
-  sample.pending.reset();
+  delivery.forget(sample);
   if (sample.in_scheduler) scheduler.finish(sample);
   ActiveRequest& request = sample.request;
   sample.leave_waiting_queue();
@@ -556,13 +447,12 @@ void Engine::State::finish(EngineSequence& sample, RequestEvent&& event) {
     for (const auto& each : request.samples) {
       event.usage.completion_tokens += each->num_generated_tokens();
     }
-    Counters::add(counters.cached_tokens, event.usage.cached_tokens);
-    Counters::add(counters.requests_finished, 1);
+    counters.record_request_finished(event.usage.cached_tokens);
     completed.push_back(request.channel->id);
   }
   const FinishReason reason = *event.finish_reason;
   const Error cause{event.message, event.error_kind};
-  // Always fits: deliver() keeps a slot free for each unfinished sample's last event.
+  // Always fits: delivery keeps a slot free for each unfinished sample's last event.
   (void)request.channel->events.try_push(std::move(event));
   // Samples that were to fork from this one never will, and end the same way.
   if (sample.index == 0 && !request.forked) {
@@ -603,11 +493,10 @@ void Engine::State::remove_completed() {
   completed.clear();
 }
 
-void Engine::State::publish_counters() {
+void Engine::State::record_state() {
   admission.tick(Clock::now());
-  counters.running.store(scheduler.num_running(), std::memory_order_relaxed);
-  counters.kv_free_blocks.store(kv_cache.num_free_blocks(), std::memory_order_relaxed);
-  counters.prefix_hit_rate.store(kv_cache.prefix_hit_rate(), std::memory_order_relaxed);
+  counters.record_state(scheduler.num_running(), kv_cache.num_free_blocks(),
+                        kv_cache.prefix_hit_rate());
 }
 
 // ---- the public side ------------------------------------------------------------------------
@@ -761,34 +650,12 @@ void Engine::stop(StopMode mode) {
 }
 
 EngineStats Engine::stats() const {
-  const Counters& c = state_->counters;
-  auto seconds = [](const std::atomic<std::int64_t>& ns) {
-    return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
-  };
   EngineStats stats;
+  state_->counters.fill(stats);
   stats.waiting = state_->admission.waiting();
-  stats.running = c.running.load(std::memory_order_relaxed);
-  stats.preempted_total = c.preempted_total.load(std::memory_order_relaxed);
-  stats.steps = c.steps.load(std::memory_order_relaxed);
-  stats.last_step_tokens = c.last_step_tokens.load(std::memory_order_relaxed);
-  stats.step_tokens_total = c.step_tokens_total.load(std::memory_order_relaxed);
-  stats.prompt_tokens_total = c.prompt_tokens.load(std::memory_order_relaxed);
-  stats.generated_tokens_total = c.generated_tokens.load(std::memory_order_relaxed);
-  stats.cached_tokens_total = c.cached_tokens.load(std::memory_order_relaxed);
-  stats.requests_finished = c.requests_finished.load(std::memory_order_relaxed);
-  stats.schedule_seconds = seconds(c.schedule_ns);
-  stats.forward_seconds = seconds(c.forward_ns);
-  stats.expert_bytes_read_total = c.expert_bytes_read.load(std::memory_order_relaxed);
-  stats.sample_seconds = seconds(c.sample_ns);
-  stats.detokenize_seconds = seconds(c.detokenize_ns);
   stats.kv_blocks = state_->kv_cache.num_blocks();
   stats.kv_cache_bytes = state_->kv_cache_bytes;
   stats.kv_bytes_per_token = state_->kv_bytes_per_token;
-  stats.kv_free_blocks = c.kv_free_blocks.load(std::memory_order_relaxed);
-  stats.prefix_hit_rate = c.prefix_hit_rate.load(std::memory_order_relaxed);
-  stats.logit_rows_from_candidates = c.candidate_rows.load(std::memory_order_relaxed);
-  stats.logit_rows_whole = c.full_rows.load(std::memory_order_relaxed);
-  stats.logit_rows_fetched = c.fetched_rows.load(std::memory_order_relaxed);
   return stats;
 }
 

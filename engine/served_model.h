@@ -15,6 +15,7 @@
 #include "engine/expected.h"
 #include "engine/grammar/grammar_cache.h"
 #include "engine/model/model_weights.h"
+#include "engine/sampling_defaults.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace tern::kernels {
@@ -22,20 +23,6 @@ class ThreadPool;
 }
 
 namespace tern::engine {
-
-// Per-model sampling defaults from the operator; unset falls back to the model's own
-// generation defaults, then the engine's.
-struct ModelSamplingDefaults {
-  std::optional<double> temperature;
-  std::optional<double> top_p;
-  std::optional<int> top_k;
-  std::optional<double> min_p;
-  std::optional<double> repetition_penalty;
-  std::optional<double> presence_penalty;
-  std::optional<double> frequency_penalty;
-  std::optional<int> max_tokens;
-  std::optional<std::uint64_t> seed;
-};
 
 // What to load and how to serve it; independent of the YAML config, so the engine needs no
 // service types.
@@ -76,7 +63,7 @@ struct ModelSpec {
   std::uint64_t structured_outputs_max_mask_work = kDefaultGrammarStepWork;
   bool required = false;  // a failed load fails the whole registry
   std::string note;       // shown to clients, e.g. that a demo model's text is random
-  ModelSamplingDefaults sampling;
+  SamplingDefaults sampling;
 };
 
 // Never moves once built: the backend and the engine point into the weights and tokenizer.

@@ -9,22 +9,12 @@
 #include <vector>
 
 #include "engine/expected.h"
+#include "engine/sampling_defaults.h"
 
 namespace tern::service {
 
-// Per-model defaults for requests that leave a sampling field out. Unset means "use the
-// model's generation_config.json, else the engine default".
-struct SamplingDefaults {
-  std::optional<double> temperature;
-  std::optional<double> top_p;
-  std::optional<int> top_k;
-  std::optional<double> min_p;
-  std::optional<double> repetition_penalty;
-  std::optional<double> presence_penalty;
-  std::optional<double> frequency_penalty;
-  std::optional<int> max_tokens;
-  std::optional<std::uint64_t> seed;
-};
+// A model's `sampling:` block: the engine's type, filled by the config parser.
+using SamplingDefaults = engine::SamplingDefaults;
 
 struct ServerLimits {
   std::uint64_t max_body_bytes = 8ull << 20;

@@ -62,14 +62,14 @@ void EngineGenerationStream::convert(engine::RequestEvent& event) {
         return;
       }
       case engine::FinishReason::stop:
-        out.finish_reason = FinishReason::stop;
+        out.finish_reason = ChoiceFinishReason::stop;
         out.stop_sequence = std::move(event.stop_string);
         break;
       case engine::FinishReason::length:
-        out.finish_reason = FinishReason::length;
+        out.finish_reason = ChoiceFinishReason::length;
         break;
       case engine::FinishReason::cancelled:
-        out.finish_reason = FinishReason::cancelled;
+        out.finish_reason = ChoiceFinishReason::cancelled;
         break;
     }
     out.kind = GenerationEvent::Kind::finish;

@@ -7,7 +7,7 @@
 
 #include "engine/request.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "service/generation.h"
+#include "service/generation_stream.h"
 
 namespace tern::service {
 

@@ -32,7 +32,7 @@ openai::ApiResult<engine::Request> build_engine_request(const engine::ServedMode
                                                         const openai::SamplingRequest& sampling,
                                                         std::vector<std::int32_t> prompt_ids,
                                                         const RequestShape& shape) {
-  const engine::ModelSamplingDefaults& configured = model.spec.sampling;
+  const engine::SamplingDefaults& configured = model.spec.sampling;
   const engine::GenerationDefaults& shipped = model.weights->config().generation;
   const int prompt_tokens = static_cast<int>(prompt_ids.size());
   const int room = model.context_length - prompt_tokens;

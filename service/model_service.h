@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "service/generation.h"
+#include "service/generation_stream.h"
 #include "service/openai/api_error.h"
 #include "service/openai/chat_request.h"
 #include "service/openai/completion_request.h"

@@ -50,16 +50,7 @@ engine::ModelSpec to_model_spec(const ModelConfig& config,
   spec.structured_outputs_max_mask_work =
       static_cast<std::uint64_t>(config.structured_outputs_max_mask_work);
   spec.required = config.required;
-  const SamplingDefaults& sampling = config.sampling;
-  spec.sampling.temperature = sampling.temperature;
-  spec.sampling.top_p = sampling.top_p;
-  spec.sampling.top_k = sampling.top_k;
-  spec.sampling.min_p = sampling.min_p;
-  spec.sampling.repetition_penalty = sampling.repetition_penalty;
-  spec.sampling.presence_penalty = sampling.presence_penalty;
-  spec.sampling.frequency_penalty = sampling.frequency_penalty;
-  spec.sampling.max_tokens = sampling.max_tokens;
-  spec.sampling.seed = sampling.seed;
+  spec.sampling = config.sampling;
   return spec;
 }
 

@@ -105,8 +105,8 @@ void ParsingGenerationStream::convert(GenerationEvent& event) {
     out.kind = GenerationEvent::Kind::finish;
     out.finish_reason = event.finish_reason;
     out.stop_sequence = std::move(event.stop_sequence);
-    if (out.finish_reason == FinishReason::stop && state.calls > 0) {
-      out.finish_reason = FinishReason::tool_calls;
+    if (out.finish_reason == ChoiceFinishReason::stop && state.calls > 0) {
+      out.finish_reason = ChoiceFinishReason::tool_calls;
     }
     pending_.push_back(std::move(out));
   } else if (!out.text.empty() || !out.reasoning.empty() || !out.logprobs.empty()) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/chat/output_parser.h"
-#include "service/generation.h"
+#include "service/generation_stream.h"
 
 namespace tern::service {
 

@@ -89,7 +89,7 @@ struct Reply {
                      ErrorEncoder encode = &openai::encode_error);
 };
 
-struct Generation;  // stream_writer.cpp
+struct StreamState;  // stream_writer.cpp
 
 // One server's state. Control-loop (`io`) and streams-loop (`streams_io`) coroutines read it;
 // what they change is atomic or, for open generations, under generations_mutex.
@@ -107,7 +107,7 @@ struct ServerCore {
   responses::ResponseStore responses;
   // Before the event loops: destroying them destroys suspended requests, which unlist theirs.
   std::mutex generations_mutex;
-  std::set<Generation*> open_generations;  // under generations_mutex
+  std::set<StreamState*> open_generations;  // under generations_mutex
   // Two event loops: `io` (one thread) accepts, reads requests and answers the operational
   // endpoints; `streams_io` (io_threads threads) carries generation requests and their streams.
   asio::io_context io;

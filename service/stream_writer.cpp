@@ -62,10 +62,10 @@ class StreamWaker final : public engine::ChannelWaker,
 
 // What the pump, the writer and the disconnect watcher of one request share. All three run on
 // the connection's strand, so plain fields suffice.
-struct Generation {
-  Generation(GenerationStream& source_in, const asio::any_io_executor& executor,
-             const ServerConfig& config, ServiceMetrics& metrics,
-             ServiceMetrics::ModelHistograms histograms_in, Clock::time_point start_in)
+struct StreamState {
+  StreamState(GenerationStream& source_in, const asio::any_io_executor& executor,
+              const ServerConfig& config, ServiceMetrics& metrics,
+              ServiceMetrics::ModelHistograms histograms_in, Clock::time_point start_in)
       : source(source_in),
         waker(std::make_shared<StreamWaker>(executor)),
         writer_signal(executor, Clock::time_point::max()),
@@ -74,9 +74,9 @@ struct Generation {
         buffer_peak_bytes(metrics.stream_buffer_peak_bytes()),
         histograms(histograms_in),
         start(start_in) {}
-  ~Generation() { buffered_bytes.add(-static_cast<double>(reported_bytes)); }
-  Generation(const Generation&) = delete;
-  Generation& operator=(const Generation&) = delete;
+  ~StreamState() { buffered_bytes.add(-static_cast<double>(reported_bytes)); }
+  StreamState(const StreamState&) = delete;
+  StreamState& operator=(const StreamState&) = delete;
 
   // The drain timeout ran out: the pump ends the stream with an error event.
   void cut_now() {
@@ -140,20 +140,20 @@ bool has_output(const GenerationEvent& event) {
 
 // Lists a generation in open_generations for as long as it lives. One that starts after the
 // drain timeout (its request was still being prepared) is cut from the start.
-struct OpenGeneration {
-  OpenGeneration(ServerCore& owner, Generation& listed) : impl(owner), generation(listed) {
+struct OpenStreamState {
+  OpenStreamState(ServerCore& owner, StreamState& listed) : impl(owner), generation(listed) {
     const std::lock_guard lock(impl.generations_mutex);
     impl.open_generations.insert(&generation);
     if (impl.drain_timed_out.load()) generation.cut = true;
   }
-  ~OpenGeneration() {
+  ~OpenStreamState() {
     const std::lock_guard lock(impl.generations_mutex);
     impl.open_generations.erase(&generation);
   }
-  OpenGeneration(const OpenGeneration&) = delete;
-  OpenGeneration& operator=(const OpenGeneration&) = delete;
+  OpenStreamState(const OpenStreamState&) = delete;
+  OpenStreamState& operator=(const OpenStreamState&) = delete;
   ServerCore& impl;
-  Generation& generation;
+  StreamState& generation;
 };
 
 // Drains the stream's events through `on_event` until it reports finished. In a stream it
@@ -162,7 +162,7 @@ struct OpenGeneration {
 // (or cancels, by its SlowConsumerPolicy) the request, so a stream holds at most
 // stream_buffer_bytes plus one event.
 template <typename OnEvent>
-awaitable<void> pump(Generation& generation, OnEvent on_event, bool streaming) {
+awaitable<void> pump(StreamState& generation, OnEvent on_event, bool streaming) {
   for (;;) {
     bool any = false;
     while (!generation.finished && !generation.cut && !generation.buffer.full()) {
@@ -217,7 +217,7 @@ awaitable<void> pump(Generation& generation, OnEvent on_event, bool streaming) {
 // Sends what the pump queued, as HTTP chunks; a comment line keeps an idle stream (a long
 // prefill) alive. Returns when everything up to [DONE] is out, or when a write fails.
 awaitable<void> write_events(const ServerConfig& config, beast::tcp_stream& stream,
-                             Generation& generation, openai::ChunkEncoder& encoder, bool chunked) {
+                             StreamState& generation, openai::ChunkEncoder& encoder, bool chunked) {
   auto last_write = Clock::now();
   const auto keepalive = seconds(config.timeouts.sse_keepalive_s);
   for (;;) {
@@ -268,7 +268,7 @@ awaitable<void> write_events(const ServerConfig& config, beast::tcp_stream& stre
 // Notices a client that hangs up while its request runs. Bytes it sends meanwhile (a
 // pipelined request) are kept for the next read.
 awaitable<void> watch_disconnect(const ServerConfig& config, beast::tcp_stream& stream,
-                                 beast::flat_buffer& buffer, Generation& generation) {
+                                 beast::flat_buffer& buffer, StreamState& generation) {
   for (;;) {
     if (buffer.size() > config.limits.max_header_bytes + config.limits.max_body_bytes) {
       generation.client_gone = true;  // far ahead of us: not a well-behaved client
@@ -287,7 +287,7 @@ awaitable<void> watch_disconnect(const ServerConfig& config, beast::tcp_stream& 
   }
 }
 
-void finish_generation(ServerCore& core, Generation& generation, RequestRecord& record) {
+void finish_generation(ServerCore& core, StreamState& generation, RequestRecord& record) {
   const ServerConfig& config = core.config;
   generation.waker->release(generation.source);
   const bool completed = generation.finished && !generation.error && !generation.dropped &&
@@ -337,9 +337,9 @@ awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
   stream.expires_never();
 
   const auto executor = co_await asio::this_coro::executor;
-  Generation generation(source, executor, config, core.metrics,
-                        core.metrics.histograms(record.model), record.start);
-  const OpenGeneration listed(core, generation);
+  StreamState generation(source, executor, config, core.metrics,
+                         core.metrics.histograms(record.model), record.start);
+  const OpenStreamState listed(core, generation);
   if (header_ec) {
     generation.write_failed = true;
     finish_generation(core, generation, record);
@@ -388,9 +388,9 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
                                                GenerationStream& source, EncodeChoices encode,
                                                ErrorEncoder encode_error) {
   const auto executor = co_await asio::this_coro::executor;
-  Generation generation(source, executor, core.config, core.metrics,
-                        core.metrics.histograms(record.model), record.start);
-  const OpenGeneration listed(core, generation);
+  StreamState generation(source, executor, core.config, core.metrics,
+                         core.metrics.histograms(record.model), record.start);
+  const OpenStreamState listed(core, generation);
   std::vector<openai::ChoiceOutput> choices;
   auto choice = [&](int index) -> openai::ChoiceOutput& {
     const std::size_t slot = index < 0 ? 0 : static_cast<std::size_t>(index);
@@ -441,7 +441,7 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
 // still listed when its strand runs the cut is alive: it unlists itself on that strand.
 std::size_t cut_open_generations(ServerCore& core) {
   const std::lock_guard lock(core.generations_mutex);
-  for (Generation* generation : core.open_generations) {
+  for (StreamState* generation : core.open_generations) {
     asio::post(generation->writer_signal.get_executor(), [&core, generation] {
       const std::lock_guard strand_lock(core.generations_mutex);
       if (core.open_generations.contains(generation)) generation->cut_now();

@@ -4,23 +4,24 @@
 
 namespace tern::service::anthropic {
 
-std::string_view stop_reason(FinishReason reason, std::string_view stop_sequence) {
-  if (reason == FinishReason::stop && !stop_sequence.empty()) return "stop_sequence";
+std::string_view stop_reason(ChoiceFinishReason reason, std::string_view stop_sequence) {
+  if (reason == ChoiceFinishReason::stop && !stop_sequence.empty()) return "stop_sequence";
   switch (reason) {
-    case FinishReason::length:
+    case ChoiceFinishReason::length:
       return "max_tokens";
-    case FinishReason::tool_calls:
+    case ChoiceFinishReason::tool_calls:
       return "tool_use";
-    case FinishReason::stop:
-    case FinishReason::cancelled:
+    case ChoiceFinishReason::stop:
+    case ChoiceFinishReason::cancelled:
       break;
   }
   return "end_turn";
 }
 
-void write_stop(openai::JsonWriter& json, FinishReason reason, std::string_view stop_sequence) {
+void write_stop(openai::JsonWriter& json, ChoiceFinishReason reason,
+                std::string_view stop_sequence) {
   json.field("stop_reason", stop_reason(reason, stop_sequence));
-  if (reason == FinishReason::stop && !stop_sequence.empty()) {
+  if (reason == ChoiceFinishReason::stop && !stop_sequence.empty()) {
     json.field("stop_sequence", stop_sequence);
   } else {
     json.null_field("stop_sequence");

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "service/generation.h"
+#include "service/generation_stream.h"
 #include "service/openai/json_writer.h"
 #include "service/openai/response_common.h"
 
@@ -16,9 +16,10 @@ namespace tern::service::anthropic {
 // end_turn, max_tokens or tool_use. A stop string ends the turn as end_turn too: the engine does
 // not report which stop string matched, so stop_sequence is always null.
 // `stop_sequence` non-empty (finish stop by a stop string) gives "stop_sequence".
-std::string_view stop_reason(FinishReason reason, std::string_view stop_sequence = {});
+std::string_view stop_reason(ChoiceFinishReason reason, std::string_view stop_sequence = {});
 // "stop_reason" and "stop_sequence" (null unless a stop string ended the message).
-void write_stop(openai::JsonWriter& json, FinishReason reason, std::string_view stop_sequence);
+void write_stop(openai::JsonWriter& json, ChoiceFinishReason reason,
+                std::string_view stop_sequence);
 
 // Anthropic's "msg_…" from a response id made with the prefix "msg" ("msg-…").
 std::string message_id(std::string_view response_id);

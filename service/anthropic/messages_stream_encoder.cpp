@@ -105,7 +105,7 @@ void MessagesStreamEncoder::delta(std::string& out, const GenerationEvent& event
   }
 }
 
-void MessagesStreamEncoder::finish(std::string& out, int index, FinishReason reason,
+void MessagesStreamEncoder::finish(std::string& out, int index, ChoiceFinishReason reason,
                                    std::string_view stop_sequence) {
   if (index != 0) return;
   close(out);

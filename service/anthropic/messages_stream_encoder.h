@@ -18,7 +18,7 @@ class MessagesStreamEncoder final : public openai::ChunkEncoder {
   void start(std::string& out, int prompt_tokens) override;
   // Opens a block when the kind of output changes: thinking, text, and one block per tool call.
   void delta(std::string& out, const GenerationEvent& event) override;
-  void finish(std::string& out, int index, FinishReason reason,
+  void finish(std::string& out, int index, ChoiceFinishReason reason,
               std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
   void error(std::string& out, const openai::ApiError& error) override;
@@ -33,7 +33,7 @@ class MessagesStreamEncoder final : public openai::ChunkEncoder {
   openai::ResponseMeta meta_;
   Block open_ = Block::none;
   int next_index_ = 0;  // the next content block's index
-  FinishReason reason_ = FinishReason::stop;
+  ChoiceFinishReason reason_ = ChoiceFinishReason::stop;
   std::string stop_sequence_;
 };
 

@@ -163,7 +163,7 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
   }
 }
 
-void ChatChunkEncoder::finish(std::string& out, int index, FinishReason reason,
+void ChatChunkEncoder::finish(std::string& out, int index, ChoiceFinishReason reason,
                               std::string_view /*stop_sequence*/) {
   role_if_first(out, index);
   JsonWriter json(out);

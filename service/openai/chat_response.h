@@ -21,7 +21,7 @@ class ChatChunkEncoder final : public ChunkEncoder {
       : meta_(std::move(meta)), include_usage_(include_usage), with_logprobs_(with_logprobs) {}
 
   void delta(std::string& out, const GenerationEvent& event) override;
-  void finish(std::string& out, int index, FinishReason reason,
+  void finish(std::string& out, int index, ChoiceFinishReason reason,
               std::string_view stop_sequence = {}) override;
   // The usage chunk (only when include_usage) and [DONE].
   void done(std::string& out, const Usage& usage) override;

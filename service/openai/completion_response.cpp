@@ -53,7 +53,7 @@ std::string encode_text_completion(const ResponseMeta& meta,
 
 void CompletionChunkEncoder::chunk(std::string& out, int index, std::string_view text,
                                    const std::vector<TokenLogprob>* logprobs,
-                                   const FinishReason* reason) {
+                                   const ChoiceFinishReason* reason) {
   if (text_offset_.size() <= static_cast<std::size_t>(index)) text_offset_.resize(index + 1, 0);
   out += "data: ";
   JsonWriter json(out);
@@ -86,7 +86,7 @@ void CompletionChunkEncoder::delta(std::string& out, const GenerationEvent& even
   chunk(out, event.index, event.text, &event.logprobs, nullptr);
 }
 
-void CompletionChunkEncoder::finish(std::string& out, int index, FinishReason reason,
+void CompletionChunkEncoder::finish(std::string& out, int index, ChoiceFinishReason reason,
                                     std::string_view /*stop_sequence*/) {
   if (index < 0) return;
   chunk(out, index, "", nullptr, &reason);

@@ -22,13 +22,13 @@ class CompletionChunkEncoder final : public ChunkEncoder {
       : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   void delta(std::string& out, const GenerationEvent& event) override;
-  void finish(std::string& out, int index, FinishReason reason,
+  void finish(std::string& out, int index, ChoiceFinishReason reason,
               std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
 
  private:
   void chunk(std::string& out, int index, std::string_view text,
-             const std::vector<TokenLogprob>* logprobs, const FinishReason* reason);
+             const std::vector<TokenLogprob>* logprobs, const ChoiceFinishReason* reason);
 
   ResponseMeta meta_;
   bool include_usage_;

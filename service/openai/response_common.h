@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "service/generation.h"
+#include "service/generation_stream.h"
 #include "service/openai/json_writer.h"
 
 namespace tern::service::openai {
@@ -27,7 +27,7 @@ struct ChoiceOutput {
   std::vector<TokenLogprob> logprobs;
   // Where in `text` the first logprob token starts: after an echoed prompt, its length.
   std::size_t logprobs_text_offset = 0;
-  FinishReason finish_reason = FinishReason::stop;
+  ChoiceFinishReason finish_reason = ChoiceFinishReason::stop;
   std::string stop_sequence;  // the stop string that ended it, if one did
 };
 
@@ -51,7 +51,7 @@ class ChunkEncoder {
   // A delta or finish event's reasoning, text, tool calls and logprobs (any may be empty).
   virtual void delta(std::string& out, const GenerationEvent& event) = 0;
   // `stop_sequence`: the stop string that ended the choice (finish stop), if one did.
-  virtual void finish(std::string& out, int index, FinishReason reason,
+  virtual void finish(std::string& out, int index, ChoiceFinishReason reason,
                       std::string_view stop_sequence = {}) = 0;
   // The end: OpenAI's usage chunk (only when the client asked for it) and [DONE].
   virtual void done(std::string& out, const Usage& usage) = 0;

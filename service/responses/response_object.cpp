@@ -86,12 +86,14 @@ std::vector<OutputItem> output_items(const openai::ChoiceOutput& choice) {
   }
   message_until(choice.text.size());
   // As OpenAI reports it: the item max_output_tokens cut is incomplete, like the response.
-  if (choice.finish_reason == FinishReason::length && !items.empty()) items.back().cut_short = true;
+  if (choice.finish_reason == ChoiceFinishReason::length && !items.empty())
+    items.back().cut_short = true;
   return items;
 }
 
-ResponseStatus finished_status(FinishReason reason) {
-  return reason == FinishReason::length ? ResponseStatus::incomplete : ResponseStatus::completed;
+ResponseStatus finished_status(ChoiceFinishReason reason) {
+  return reason == ChoiceFinishReason::length ? ResponseStatus::incomplete
+                                              : ResponseStatus::completed;
 }
 
 void write_output_item(openai::JsonWriter& json, const OutputItem& item) {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "service/generation.h"
+#include "service/generation_stream.h"
 #include "service/openai/chat_request.h"
 #include "service/openai/json_writer.h"
 #include "service/openai/response_common.h"
@@ -39,7 +39,7 @@ std::vector<OutputItem> output_items(const openai::ChoiceOutput& choice);
 
 // status "incomplete" (incomplete_details.reason "max_output_tokens") when the output hit
 // max_output_tokens, else "completed".
-ResponseStatus finished_status(FinishReason reason);
+ResponseStatus finished_status(ChoiceFinishReason reason);
 
 void write_output_item(openai::JsonWriter& json, const OutputItem& item);
 

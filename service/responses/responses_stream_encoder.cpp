@@ -154,15 +154,15 @@ void ResponsesStreamEncoder::delta(std::string& out, const GenerationEvent& even
   for (const ToolCallOutput& call : event.tool_calls) add_call(out, call);
 }
 
-void ResponsesStreamEncoder::finish(std::string& out, int index, FinishReason reason,
+void ResponsesStreamEncoder::finish(std::string& out, int index, ChoiceFinishReason reason,
                                     std::string_view /*stop_sequence*/) {
   if (index != 0) return;
   reason_ = reason;
-  close(out, reason == FinishReason::length);
+  close(out, reason == ChoiceFinishReason::length);
 }
 
 void ResponsesStreamEncoder::done(std::string& out, const Usage& usage) {
-  close(out, reason_ == FinishReason::length);  // when finish never came
+  close(out, reason_ == ChoiceFinishReason::length);  // when finish never came
   const ResponseStatus status = finished_status(reason_);
   const ResponseState state{status, &output_, &usage};
   lifecycle(out,

@@ -38,7 +38,7 @@ class ResponsesStreamEncoder final : public openai::ChunkEncoder {
   void start(std::string& out, int prompt_tokens) override;
   // Opens an item when the kind of output changes: reasoning, message, one per function call.
   void delta(std::string& out, const GenerationEvent& event) override;
-  void finish(std::string& out, int index, FinishReason reason,
+  void finish(std::string& out, int index, ChoiceFinishReason reason,
               std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
   // response.failed, with the error as the response's `error`; no [DONE], as OpenAI sends none.
@@ -57,7 +57,7 @@ class ResponsesStreamEncoder final : public openai::ChunkEncoder {
   std::vector<OutputItem> output_;
   bool open_ = false;  // output_.back() still takes deltas
   int sequence_ = 0;
-  FinishReason reason_ = FinishReason::stop;
+  ChoiceFinishReason reason_ = ChoiceFinishReason::stop;
 };
 
 }  // namespace tern::service::responses

@@ -15,7 +15,7 @@
 namespace tern::testing {
 
 namespace openai = service::openai;
-using service::FinishReason;
+using service::ChoiceFinishReason;
 using service::GenerationEvent;
 using service::GenerationStream;
 
@@ -119,7 +119,7 @@ std::deque<GenerationEvent> token_events(const engine::Tokenizer& tokenizer,
     }
     if (generated >= max_tokens) {
       event.kind = GenerationEvent::Kind::finish;
-      event.finish_reason = FinishReason::length;
+      event.finish_reason = ChoiceFinishReason::length;
       flush(event.text);
       break;
     }

@@ -276,11 +276,12 @@ void FakeModelService::produce() {
           event.text.append(options_.token_padding_bytes, 'x');
           event.logprobs.push_back(TokenLogprob{event.text, -0.5, {{event.text, -0.5}, {"x", -2}}});
         }
-        event.finish_reason = state->stop_finish ? FinishReason::stop : FinishReason::length;
+        event.finish_reason =
+            state->stop_finish ? ChoiceFinishReason::stop : ChoiceFinishReason::length;
         if (state->tool && last) {
           event.tool_calls.push_back(ToolCallOutput{0, fmt::format("fake{}", choice), "get_weather",
                                                     R"({"city":"Paris"})"});
-          event.finish_reason = FinishReason::tool_calls;
+          event.finish_reason = ChoiceFinishReason::tool_calls;
         }
         state->push(std::move(event));
       }

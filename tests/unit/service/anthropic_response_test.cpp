@@ -79,10 +79,10 @@ TEST(AnthropicErrorTest, ShapeAndTypeByStatus) {
 TEST(AnthropicResponseTest, IdsAndStopReasons) {
   EXPECT_EQ(message_id("msg-0123abcd"), "msg_0123abcd");
   EXPECT_EQ(tool_use_id("42"), "toolu_42");
-  EXPECT_EQ(stop_reason(FinishReason::stop), "end_turn");
-  EXPECT_EQ(stop_reason(FinishReason::length), "max_tokens");
-  EXPECT_EQ(stop_reason(FinishReason::tool_calls), "tool_use");
-  EXPECT_EQ(stop_reason(FinishReason::cancelled), "end_turn");
+  EXPECT_EQ(stop_reason(ChoiceFinishReason::stop), "end_turn");
+  EXPECT_EQ(stop_reason(ChoiceFinishReason::length), "max_tokens");
+  EXPECT_EQ(stop_reason(ChoiceFinishReason::tool_calls), "tool_use");
+  EXPECT_EQ(stop_reason(ChoiceFinishReason::cancelled), "end_turn");
   EXPECT_EQ(encode_count_tokens(17), R"({"input_tokens":17})");
 }
 
@@ -91,7 +91,7 @@ TEST(AnthropicResponseTest, MessageWithThinkingTextAndToolUse) {
   choices[0].reasoning = "think";
   choices[0].text = "Let me check.";
   choices[0].tool_calls = {{0, "a1", "get_weather", R"({"city":"Paris"})"}, {1, "a2", "noop", ""}};
-  choices[0].finish_reason = FinishReason::tool_calls;
+  choices[0].finish_reason = ChoiceFinishReason::tool_calls;
   EXPECT_EQ(encode_message(kMeta, choices, Usage{10, 3, 4}),
             R"({"id":"msg_1","type":"message","role":"assistant","model":"m","content":[)"
             R"({"type":"thinking","thinking":"think","signature":""},)"
@@ -119,7 +119,7 @@ TEST(AnthropicResponseTest, TextAfterACallStaysAfterIt) {
 TEST(AnthropicResponseTest, MessageWithTextOnlyOrNothing) {
   std::vector<openai::ChoiceOutput> choices(1);
   choices[0].text = "Hi \"there\"";
-  choices[0].finish_reason = FinishReason::length;
+  choices[0].finish_reason = ChoiceFinishReason::length;
   EXPECT_EQ(encode_message(kMeta, choices, Usage{2, 1, 0}),
             R"({"id":"msg_1","type":"message","role":"assistant","model":"m","content":[)"
             R"({"type":"text","text":"Hi \"there\""}],"stop_reason":"max_tokens",)"
@@ -138,7 +138,7 @@ TEST(AnthropicStreamTest, TextOnly) {
   encoder.delta(out, output("", "Hel"));
   encoder.delta(out, output("", "lo"));
   encoder.delta(out, output("", ""));  // a token that produced no text yet
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{5, 2, 0});
   EXPECT_EQ(out, kMessageStart + block_start(0, R"({"type":"text","text":""})") +
                      block_delta(0, R"({"type":"text_delta","text":"Hel"})") +
@@ -153,7 +153,7 @@ TEST(AnthropicStreamTest, AStopStringIsReportedAsTheStopSequence) {
   std::string out;
   encoder.start(out, 5);
   encoder.delta(out, output("", "one, two"));
-  encoder.finish(out, 0, FinishReason::stop, "three");
+  encoder.finish(out, 0, ChoiceFinishReason::stop, "three");
   encoder.done(out, Usage{5, 2, 0});
   EXPECT_NE(out.find(R"("delta":{"stop_reason":"stop_sequence","stop_sequence":"three"})"),
             std::string::npos)
@@ -174,7 +174,7 @@ TEST(AnthropicStreamTest, ThinkingThenText) {
   encoder.delta(out, output("Let me", ""));
   encoder.delta(out, output(" think.", "The"));
   encoder.delta(out, output("", " answer"));
-  encoder.finish(out, 0, FinishReason::length);
+  encoder.finish(out, 0, ChoiceFinishReason::length);
   encoder.done(out, Usage{5, 9, 3});
   EXPECT_EQ(out,
             kMessageStart + block_start(0, R"({"type":"thinking","thinking":"","signature":""})") +
@@ -196,9 +196,9 @@ TEST(AnthropicStreamTest, TextThenToolUse) {
   encoder.delta(out, output("", "", {{0, "c1", "get_weather", R"({"city":"Paris"})"}}));
   GenerationEvent last = output("", "", {{1, "c2", "noop", "{}"}});
   last.kind = GenerationEvent::Kind::finish;
-  last.finish_reason = FinishReason::tool_calls;
+  last.finish_reason = ChoiceFinishReason::tool_calls;
   encoder.delta(out, last);
-  encoder.finish(out, 0, FinishReason::tool_calls);
+  encoder.finish(out, 0, ChoiceFinishReason::tool_calls);
   encoder.done(out, Usage{5, 20, 0});
   EXPECT_EQ(
       out,
@@ -217,7 +217,7 @@ TEST(AnthropicStreamTest, EmptyAnswerHasNoBlocks) {
   MessagesStreamEncoder encoder(kMeta);
   std::string out;
   encoder.start(out, 5);
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{5, 1, 0});
   EXPECT_EQ(out,
             kMessageStart + message_end("end_turn",

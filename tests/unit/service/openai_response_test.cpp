@@ -59,7 +59,7 @@ TEST(ApiErrorTest, OpenAiShape) {
 TEST(ChatResponseTest, NonStreamed) {
   std::vector<ChoiceOutput> choices(1);
   choices[0].text = "Hi";
-  choices[0].finish_reason = FinishReason::length;
+  choices[0].finish_reason = ChoiceFinishReason::length;
   EXPECT_EQ(
       encode_chat_completion(kMeta, choices, Usage{5, 1, 4}, false),
       R"({"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"m",)"
@@ -92,7 +92,7 @@ TEST(ChatResponseTest, StreamsReasoningThenContentThenEachToolCallInTwoFragments
   event.reasoning = "The user wants weather.";
   event.tool_calls.push_back(ToolCallOutput{0, "abc", "get_weather", R"({"city":"Paris"})"});
   encoder.delta(out, event);
-  encoder.finish(out, 0, FinishReason::tool_calls);
+  encoder.finish(out, 0, ChoiceFinishReason::tool_calls);
   const std::string end = R"(,"logprobs":null,"finish_reason":null}]})"
                           "\n\n";
   EXPECT_EQ(out, kChunk + R"({"index":0,"delta":{"role":"assistant","content":""})" + end + kChunk +
@@ -112,7 +112,7 @@ TEST(ChatResponseTest, NonStreamedToolCallsHaveNullContent) {
   std::vector<ChoiceOutput> choices(1);
   choices[0].reasoning = "hmm";
   choices[0].tool_calls.push_back(ToolCallOutput{0, "x1", "f", R"({"a":1})"});
-  choices[0].finish_reason = FinishReason::tool_calls;
+  choices[0].finish_reason = ChoiceFinishReason::tool_calls;
   const std::string body = encode_chat_completion(kMeta, choices, Usage{1, 2, 0}, false);
   EXPECT_NE(body.find(R"("message":{"role":"assistant","content":null,"reasoning_content":"hmm",)"
                       R"("tool_calls":[{"id":"call_x1","type":"function","function":)"
@@ -127,7 +127,7 @@ TEST(ChatResponseTest, StreamOrder) {
   std::string out;
   encoder.delta(out, text_event(0, "Hel"));
   encoder.delta(out, text_event(0, "lo"));
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{1, 2, 0});
   EXPECT_EQ(out, kChunk +
                      R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
@@ -150,7 +150,7 @@ TEST(ChatResponseTest, StreamOrder) {
 TEST(ChatResponseTest, UsageChunkWhenRequested) {
   ChatChunkEncoder encoder(kMeta, true, false);
   std::string out;
-  encoder.finish(out, 1, FinishReason::stop);
+  encoder.finish(out, 1, ChoiceFinishReason::stop);
   encoder.done(out, Usage{1, 2, 0});
   EXPECT_EQ(out, kChunk +
                      R"({"index":1,"delta":{"role":"assistant","content":""},"logprobs":null,)"
@@ -195,7 +195,7 @@ TEST(CompletionResponseTest, StreamTextOffsetsContinue) {
   std::string out;
   encoder.delta(out, text_event(0, "ab", {TokenLogprob{"ab", -1, {}}}));
   encoder.delta(out, text_event(0, "c", {TokenLogprob{"c", -1, {}}}));
-  encoder.finish(out, 0, FinishReason::length);
+  encoder.finish(out, 0, ChoiceFinishReason::length);
   encoder.done(out, {});
   const std::string prefix =
       R"(data: {"id":"cmpl-1","object":"text_completion","created":5,"model":"m","choices":[)";

@@ -34,7 +34,8 @@ GenerationEvent delta(int index, std::string text) {
   return event;
 }
 
-GenerationEvent finish(int index, std::string text, FinishReason reason = FinishReason::stop) {
+GenerationEvent finish(int index, std::string text,
+                       ChoiceFinishReason reason = ChoiceFinishReason::stop) {
   GenerationEvent event = delta(index, std::move(text));
   event.kind = GenerationEvent::Kind::finish;
   event.finish_reason = reason;
@@ -93,7 +94,7 @@ TEST(ParsingGenerationStream, SplitsReasoningContentAndCallsInOrder) {
   EXPECT_EQ(calls[0].id.size(), 32u);
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[events.size() - 2].kind, GenerationEvent::Kind::finish);
-  EXPECT_EQ(events[events.size() - 2].finish_reason, FinishReason::tool_calls);
+  EXPECT_EQ(events[events.size() - 2].finish_reason, ChoiceFinishReason::tool_calls);
   EXPECT_EQ(events.back().kind, GenerationEvent::Kind::done);
   // The pieces that opened and closed the reasoning (one token each here).
   EXPECT_EQ(events.back().usage.reasoning_tokens, 2);
@@ -111,7 +112,7 @@ TEST(ParsingGenerationStream, EachChoiceHasItsOwnParserAndCallNumbers) {
   ParsingGenerationStream stream(std::make_unique<ScriptedStream>(std::move(script)), qwen3_spec());
   std::vector<int> call_indices;
   std::string second_choice_text;
-  FinishReason second_reason = FinishReason::cancelled;
+  ChoiceFinishReason second_reason = ChoiceFinishReason::cancelled;
   for (const GenerationEvent& event : drain(stream)) {
     for (const ToolCallOutput& output : event.tool_calls) {
       EXPECT_EQ(event.index, 0);
@@ -124,7 +125,7 @@ TEST(ParsingGenerationStream, EachChoiceHasItsOwnParserAndCallNumbers) {
   }
   EXPECT_EQ(call_indices, (std::vector<int>{0, 1}));
   EXPECT_EQ(second_choice_text, "plain <tool_answer");
-  EXPECT_EQ(second_reason, FinishReason::stop);
+  EXPECT_EQ(second_reason, ChoiceFinishReason::stop);
 }
 
 // parallel_tool_calls false: the first call of a turn, and no more.
@@ -142,7 +143,7 @@ TEST(ParsingGenerationStream, AtMostOneCallWithoutParallelToolCalls) {
   for (const GenerationEvent& event : drain(stream)) {
     calls += static_cast<int>(event.tool_calls.size());
     if (event.kind == GenerationEvent::Kind::finish) {
-      EXPECT_EQ(event.finish_reason, FinishReason::tool_calls);
+      EXPECT_EQ(event.finish_reason, ChoiceFinishReason::tool_calls);
     }
   }
   EXPECT_EQ(calls, 1);
@@ -177,7 +178,7 @@ TEST(ParsingGenerationStream, AMalformedCallIsContentAndTheReasonStays) {
   const std::string broken = R"(<tool_call>{"name": "get_weather", "arguments": {</tool_call>)";
   std::deque<GenerationEvent> script;
   script.push_back(delta(0, broken));
-  script.push_back(finish(0, "", FinishReason::length));
+  script.push_back(finish(0, "", ChoiceFinishReason::length));
   script.push_back(done());
   ParsingGenerationStream stream(std::make_unique<ScriptedStream>(std::move(script)), qwen3_spec());
   std::string text;
@@ -185,7 +186,7 @@ TEST(ParsingGenerationStream, AMalformedCallIsContentAndTheReasonStays) {
     EXPECT_TRUE(event.tool_calls.empty());
     text += event.text;
     if (event.kind == GenerationEvent::Kind::finish) {
-      EXPECT_EQ(event.finish_reason, FinishReason::length);
+      EXPECT_EQ(event.finish_reason, ChoiceFinishReason::length);
     }
   }
   EXPECT_EQ(text, broken);

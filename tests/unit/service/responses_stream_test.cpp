@@ -125,7 +125,7 @@ TEST(ResponsesStreamTest, TextInExactEvents) {
   encoder.start(out, 5);
   encoder.delta(out, output("", "Hel"));
   encoder.delta(out, output("", "lo"));
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{5, 3, 2});
   const std::vector<Event> events = events_of(out);
   const std::string message_done =
@@ -174,7 +174,7 @@ TEST(ResponsesStreamTest, ReasoningThenText) {
   encoder.delta(out, output("think ", ""));
   encoder.delta(out, output("more", "An"));  // one event may end the reasoning and start text
   encoder.delta(out, output("", "swer"));
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{5, 4, 0});
   const std::vector<Event> events = events_of(out);
   EXPECT_EQ(
@@ -218,7 +218,7 @@ TEST(ResponsesStreamTest, TextThenFunctionCall) {
   encoder.delta(out, output("", "Checking."));
   encoder.delta(out,
                 output("", "", {ToolCallOutput{0, "7", "get_weather", R"({"city":"Paris"})"}}));
-  encoder.finish(out, 0, FinishReason::tool_calls);
+  encoder.finish(out, 0, ChoiceFinishReason::tool_calls);
   encoder.done(out, Usage{5, 6, 0});
   const std::vector<Event> events = events_of(out);
   EXPECT_EQ(
@@ -259,7 +259,7 @@ TEST(ResponsesStreamTest, LengthIsIncomplete) {
   std::string out;
   encoder.start(out, 5);
   encoder.delta(out, output("", "cut"));
-  encoder.finish(out, 0, FinishReason::length);
+  encoder.finish(out, 0, ChoiceFinishReason::length);
   encoder.done(out, Usage{5, 3, 2});
   const std::vector<Event> events = events_of(out);
   ASSERT_FALSE(events.empty());
@@ -311,8 +311,8 @@ TEST(ResponsesStreamTest, OnlyTheFirstChoiceAndEmptyOutput) {
   GenerationEvent other = output("", "ignored");
   other.index = 1;
   encoder.delta(out, other);
-  encoder.finish(out, 1, FinishReason::length);
-  encoder.finish(out, 0, FinishReason::stop);
+  encoder.finish(out, 1, ChoiceFinishReason::length);
+  encoder.finish(out, 0, ChoiceFinishReason::stop);
   encoder.done(out, Usage{5, 0, 0});
   EXPECT_EQ(
       types_of(events_of(out)),
@@ -363,7 +363,7 @@ TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
   choice.text = "Before.After.";
   choice.tool_calls = {ToolCallOutput{0, "1", "f", R"({"a":1})"}, ToolCallOutput{1, "2", "g", ""}};
   choice.tool_call_text_offsets = {7, 13};
-  choice.finish_reason = FinishReason::tool_calls;
+  choice.finish_reason = ChoiceFinishReason::tool_calls;
   const std::vector<OutputItem> items = output_items(choice);
   ASSERT_EQ(items.size(), 5u);
   EXPECT_EQ(items[0].type, OutputItem::Type::reasoning);
@@ -375,8 +375,8 @@ TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
   EXPECT_EQ(items[2].call_id, "call_1");
   EXPECT_EQ(items[3].text, "After.");
   EXPECT_EQ(items[4].text, "{}");  // no arguments are an empty object
-  EXPECT_EQ(finished_status(FinishReason::tool_calls), ResponseStatus::completed);
-  EXPECT_EQ(finished_status(FinishReason::length), ResponseStatus::incomplete);
+  EXPECT_EQ(finished_status(ChoiceFinishReason::tool_calls), ResponseStatus::completed);
+  EXPECT_EQ(finished_status(ChoiceFinishReason::length), ResponseStatus::incomplete);
 
   const Usage usage{5, 3, 0};
   const std::string json = without_ids(

@@ -12,8 +12,8 @@
 
 namespace tern::service {
 
-enum class FinishReason { stop, length, tool_calls, cancelled };
-std::string_view finish_reason_name(FinishReason reason);
+enum class ChoiceFinishReason { stop, length, tool_calls, cancelled };
+std::string_view finish_reason_name(ChoiceFinishReason reason);
 
 struct TopLogprob {
   std::string token;  // the token's text (may be a partial UTF-8 sequence)
@@ -61,7 +61,7 @@ struct GenerationEvent {
   std::string text;
   std::vector<ToolCallOutput> tool_calls;
   std::vector<TokenLogprob> logprobs;  // one per token in `text`, when logprobs were requested
-  FinishReason finish_reason = FinishReason::stop;
+  ChoiceFinishReason finish_reason = ChoiceFinishReason::stop;
   std::string stop_sequence;  // finish: the stop string that ended the choice, if one did
   Usage usage;
   openai::ApiError error;

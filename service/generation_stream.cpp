@@ -1,16 +1,16 @@
-#include "service/generation.h"
+#include "service/generation_stream.h"
 
 namespace tern::service {
 
-std::string_view finish_reason_name(FinishReason reason) {
+std::string_view finish_reason_name(ChoiceFinishReason reason) {
   switch (reason) {
-    case FinishReason::stop:
+    case ChoiceFinishReason::stop:
       return "stop";
-    case FinishReason::length:
+    case ChoiceFinishReason::length:
       return "length";
-    case FinishReason::tool_calls:
+    case ChoiceFinishReason::tool_calls:
       return "tool_calls";
-    case FinishReason::cancelled:
+    case ChoiceFinishReason::cancelled:
       return "abort";  // vLLM's name; OpenAI has none, as its clients never see one
   }
   return "stop";
