@@ -36,17 +36,12 @@ std::string_view name_in_header(std::string_view header) {
 
 }  // namespace
 
-void DeepseekV3ToolParser::feed(std::string_view text, ParsedOutput& out) {
-  buffer_.append(text);
-  advance(out);
-}
-
 void DeepseekV3ToolParser::break_call(std::size_t search_from) {
   state_ = State::broken;
   scan_ = search_from;
 }
 
-void DeepseekV3ToolParser::end_call(std::size_t end, ParsedOutput& out) {
+std::optional<ParsedToolCall> DeepseekV3ToolParser::read_call() const {
   const std::string_view held = buffer_;
   const std::string_view prefix =
       trim_space(held.substr(call_begin.size(), separator_begin_ - call_begin.size()));
@@ -62,19 +57,11 @@ void DeepseekV3ToolParser::end_call(std::size_t end, ParsedOutput& out) {
   } else if (header.empty() || header == "```json" || header == "```") {
     name = prefix;
   }
-  std::optional<std::string> arguments;
-  if (!name.empty() && is_known_tool(name, tool_names_)) {
-    arguments = read_tool_arguments(held.substr(json_begin_, json_end_ - json_begin_));
-  }
-  if (arguments) {
-    out.add_call(ParsedToolCall{std::string(name), std::move(*arguments)});
-  } else {
-    out.content.append(held.substr(0, end));
-  }
-  skip_space_ = arguments.has_value();
-  buffer_.erase(0, end);
-  state_ = State::content;
-  scan_ = 0;
+  if (name.empty() || !is_known_tool(name, tool_names_)) return std::nullopt;
+  std::optional<std::string> arguments =
+      read_tool_arguments(held.substr(json_begin_, json_end_ - json_begin_));
+  if (!arguments) return std::nullopt;
+  return ParsedToolCall{std::string(name), std::move(*arguments)};
 }
 
 void DeepseekV3ToolParser::advance(ParsedOutput& out) {
@@ -125,53 +112,26 @@ void DeepseekV3ToolParser::advance(ParsedOutput& out) {
           break_call(scan_);
           break;
         }
-        json_begin_ = scan_;
-        json_.reset();
+        start_json(scan_);
         state_ = State::body;
         break;
       case State::body: {
-        const JsonExtent::Status status = json_.scan(held, scan_);
-        if (status == JsonExtent::Status::incomplete) return;
-        if (status == JsonExtent::Status::invalid) {
-          break_call(json_begin_);
-          break;
-        }
-        json_end_ = scan_;
-        state_ = State::trailer;
+        const Step step = scan_json(held);
+        if (step == Step::wait) return;
+        state_ = step == Step::done ? State::trailer : State::broken;
         break;
       }
       case State::trailer: {
-        while (scan_ < held.size() && (is_space(held[scan_]) || held[scan_] == '`')) ++scan_;
-        const std::string_view rest = held.substr(scan_);
-        if (rest.starts_with(call_end)) {
-          end_call(scan_ + call_end.size(), out);
-          break;
-        }
-        if (rest.empty() || is_marker_prefix(rest, call_end)) return;
-        break_call(json_end_);
+        const Step step = expect_close(held, call_end, true, out);
+        if (step == Step::wait) return;
+        if (step == Step::broken) state_ = State::broken;
         break;
       }
       case State::broken:
-        if (!release_broken_call(buffer_, scan_, call_end, out)) return;
-        state_ = State::content;
-        scan_ = 0;
+        if (!release_broken(call_end, out)) return;
         break;
     }
   }
-}
-
-void DeepseekV3ToolParser::finish(ParsedOutput& out) {
-  advance(out);
-  if (state_ == State::trailer) {
-    // Cut off after the arguments, before the end marker: the call stands when valid.
-    end_call(buffer_.size(), out);
-  } else {
-    out.content.append(buffer_);
-  }
-  buffer_.clear();
-  state_ = State::content;
-  scan_ = 0;
-  skip_space_ = false;
 }
 
 }  // namespace tern::engine::chat

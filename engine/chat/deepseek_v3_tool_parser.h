@@ -14,18 +14,15 @@
 #include <utility>
 #include <vector>
 
-#include "engine/chat/json_extent.h"
+#include "engine/chat/json_call_parser.h"
 #include "engine/chat/output_parser.h"
 
 namespace tern::engine::chat {
 
-class DeepseekV3ToolParser final : public ToolCallParser {
+class DeepseekV3ToolParser final : public JsonCallParser {
  public:
   explicit DeepseekV3ToolParser(std::vector<std::string> tool_names)
-      : tool_names_(std::move(tool_names)) {}
-
-  void feed(std::string_view text, ParsedOutput& out) override;
-  void finish(ParsedOutput& out) override;
+      : JsonCallParser(std::move(tool_names)) {}
 
  private:
   enum class State {
@@ -37,20 +34,15 @@ class DeepseekV3ToolParser final : public ToolCallParser {
     broken,   // malformed: content up to `<｜tool▁call▁end｜>`
   };
 
-  void advance(ParsedOutput& out);
-  void end_call(std::size_t end, ParsedOutput& out);
+  void advance(ParsedOutput& out) override;
+  std::optional<ParsedToolCall> read_call() const override;
+  bool after_json() const override { return state_ == State::trailer; }
+  void to_content() override { state_ = State::content; }
   void break_call(std::size_t search_from);
 
-  std::vector<std::string> tool_names_;
   State state_ = State::content;
-  std::string buffer_;  // in a call, from its `<｜tool▁call▁begin｜>` on
-  std::size_t scan_ = 0;
   std::size_t separator_begin_ = 0;
   std::size_t header_begin_ = 0;
-  std::size_t json_begin_ = 0;
-  std::size_t json_end_ = 0;
-  bool skip_space_ = false;
-  JsonExtent json_;
 };
 
 }  // namespace tern::engine::chat

@@ -7,23 +7,21 @@
 // any number of them, with text before, between and after. A call that is not a valid call of
 // a known tool comes back whole, markers included, as content.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "engine/chat/json_extent.h"
+#include "engine/chat/json_call_parser.h"
 #include "engine/chat/output_parser.h"
 
 namespace tern::engine::chat {
 
-class HermesToolParser final : public ToolCallParser {
+class HermesToolParser final : public JsonCallParser {
  public:
   explicit HermesToolParser(std::vector<std::string> tool_names)
-      : tool_names_(std::move(tool_names)) {}
-
-  void feed(std::string_view text, ParsedOutput& out) override;
-  void finish(ParsedOutput& out) override;
+      : JsonCallParser(std::move(tool_names)) {}
 
  private:
   enum class State {
@@ -33,22 +31,13 @@ class HermesToolParser final : public ToolCallParser {
     broken,   // the call is malformed: its text up to `</tool_call>` is content
   };
 
-  void advance(ParsedOutput& out);
-  // Ends the call held in buffer_[0, end): a call when valid, else its text as content.
-  void end_call(std::size_t end, ParsedOutput& out);
-  void break_call(std::size_t search_from);
+  void advance(ParsedOutput& out) override;
+  std::optional<ParsedToolCall> read_call() const override;
+  bool after_json() const override { return state_ == State::close; }
+  void to_content() override { state_ = State::content; }
 
-  std::vector<std::string> tool_names_;
   State state_ = State::content;
-  // Text not yet given out: in content, at most a tail that may become `<tool_call>`; in a
-  // call, everything from its `<tool_call>` on.
-  std::string buffer_;
-  std::size_t scan_ = 0;  // where processing of buffer_ resumes
-  std::size_t json_begin_ = 0;
-  std::size_t json_end_ = 0;
   bool json_started_ = false;
-  bool skip_space_ = false;  // the whitespace after a call only separates it from what follows
-  JsonExtent json_;
 };
 
 }  // namespace tern::engine::chat
