@@ -13,6 +13,7 @@
 #include "service/anthropic/messages_request.h"
 #include "service/anthropic/messages_response.h"
 #include "service/anthropic/messages_stream_encoder.h"
+#include "service/endpoint_handlers.h"
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
@@ -36,19 +37,7 @@ std::int64_t unix_now() {
 // (health, readiness, metrics, models, errors) is answered on the control loop.
 bool served_on_streams(const Request& request) {
   const auto route = match_route(request.method_string(), request.target());
-  if (!route) return false;
-  switch (route->endpoint) {
-    case Endpoint::chat_completions:
-    case Endpoint::completions:
-    case Endpoint::tokenize:
-    case Endpoint::detokenize:
-    case Endpoint::messages:
-    case Endpoint::messages_count_tokens:
-    case Endpoint::responses:
-      return true;
-    default:
-      return false;
-  }
+  return route && route->route->on_streams;
 }
 
 http::response<http::string_body> make_response(const ServerCore& core, const Request& request,
@@ -126,11 +115,8 @@ bool host_header_valid(const Request& request) {
   return hosts == 1 || (hosts == 0 && request.version() < 11);
 }
 
-// Anthropic's clients read errors in Anthropic's shape; everyone else gets OpenAI's.
-ErrorEncoder error_encoder_for(Endpoint endpoint) {
-  const bool is_anthropic =
-      endpoint == Endpoint::messages || endpoint == Endpoint::messages_count_tokens;
-  return is_anthropic ? &anthropic::error_body : &openai::encode_error;
+ErrorEncoder error_encoder_for(ErrorShape shape) {
+  return shape == ErrorShape::anthropic ? &anthropic::error_body : &openai::encode_error;
 }
 
 // The key's identity when keys are set, whichever header carried the key; empty without keys.
@@ -368,7 +354,7 @@ struct ResponsesEndpoint {
 template <typename Kind>
 awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
                          const Request& request, RequestRecord& record) {
-  const ErrorEncoder encode_error = error_encoder_for(record.endpoint);
+  const ErrorEncoder encode_error = error_encoder_for(record.route->errors);
   auto parsed = Kind::parse(request.body());
   if (!parsed) {
     co_return co_await send_reply(core, stream, request, record,
@@ -415,44 +401,34 @@ awaitable<bool> reply_for_client(ServerCore& core, beast::tcp_stream& stream, be
   co_return co_await send_reply(core, stream, request, record, std::move(reply));
 }
 
-// --- the dispatch table -------------------------------------------------------------------------
+}  // namespace
+
+// --- the handlers of routes.cpp's table ---------------------------------------------------------
 
 using ReplyHandler = awaitable<Reply> (*)(ServerCore&, const Request&, const RouteMatch&);
 using StreamHandler = awaitable<bool> (*)(ServerCore&, beast::tcp_stream&, beast::flat_buffer&,
                                           const Request&, RequestRecord&);
 
-// Each endpoint has exactly one of the two.
-struct Handler {
-  Endpoint endpoint;
+// Exactly one of the two.
+struct EndpointHandler {
   ReplyHandler reply;
   StreamHandler stream;
 };
 
-constexpr std::array<Handler, 14> kHandlers{{
-    {Endpoint::health, &health, nullptr},
-    {Endpoint::ready, &ready, nullptr},
-    {Endpoint::metrics, &metrics_text, nullptr},
-    {Endpoint::models, &model_list, nullptr},
-    {Endpoint::model, &model_card, nullptr},
-    {Endpoint::tokenize, nullptr, &reply_for_client<&tokenize>},
-    {Endpoint::detokenize, nullptr, &reply_for_client<&detokenize>},
-    {Endpoint::chat_completions, nullptr, &generate<ChatEndpoint>},
-    {Endpoint::completions, nullptr, &generate<CompletionEndpoint>},
-    {Endpoint::messages, nullptr, &generate<AnthropicMessagesEndpoint>},
-    {Endpoint::messages_count_tokens, nullptr, &reply_for_client<&count_message_tokens>},
-    {Endpoint::responses, nullptr, &generate<ResponsesEndpoint>},
-    {Endpoint::response, &stored_response, nullptr},
-    {Endpoint::response_delete, &delete_response, nullptr},
-}};
-
-const Handler* handler_for(Endpoint endpoint) {
-  for (const Handler& handler : kHandlers) {
-    if (handler.endpoint == endpoint) return &handler;
-  }
-  return nullptr;
-}
-
-}  // namespace
+const EndpointHandler health_handler{&health, nullptr};
+const EndpointHandler ready_handler{&ready, nullptr};
+const EndpointHandler metrics_handler{&metrics_text, nullptr};
+const EndpointHandler model_list_handler{&model_list, nullptr};
+const EndpointHandler model_card_handler{&model_card, nullptr};
+const EndpointHandler chat_completions_handler{nullptr, &generate<ChatEndpoint>};
+const EndpointHandler completions_handler{nullptr, &generate<CompletionEndpoint>};
+const EndpointHandler tokenize_handler{nullptr, &reply_for_client<&tokenize>};
+const EndpointHandler detokenize_handler{nullptr, &reply_for_client<&detokenize>};
+const EndpointHandler messages_handler{nullptr, &generate<AnthropicMessagesEndpoint>};
+const EndpointHandler count_tokens_handler{nullptr, &reply_for_client<&count_message_tokens>};
+const EndpointHandler responses_handler{nullptr, &generate<ResponsesEndpoint>};
+const EndpointHandler stored_response_handler{&stored_response, nullptr};
+const EndpointHandler delete_response_handler{&delete_response, nullptr};
 
 Reply Reply::error(const openai::ApiError& error, bool keep_alive, ErrorEncoder encode) {
   return Reply{error.status, encode(error), "application/json", error.retry_after_s, keep_alive};
@@ -478,16 +454,14 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
   auto route = match_route(request.method_string(), request.target());
   if (!route) {
     // A wrong method or path under Anthropic's endpoints still answers in Anthropic's shape.
-    const ErrorEncoder encode = std::string_view(request.target()).starts_with("/v1/messages")
-                                    ? &anthropic::error_body
-                                    : &openai::encode_error;
+    const ErrorEncoder encode = error_encoder_for(error_shape_of_unrouted(request.target()));
     co_return co_await send_reply(core, stream, request, record,
                                   Reply::error(route.error(), true, encode));
   }
-  record.endpoint = route->endpoint;
-  record.routed = true;
-  const ErrorEncoder encode_error = error_encoder_for(route->endpoint);
-  if (core.keys.enabled() && (!route->operational || core.config.protect_operational_endpoints)) {
+  record.route = route->route;
+  const ErrorEncoder encode_error = error_encoder_for(record.route->errors);
+  if (core.keys.enabled() &&
+      (!record.route->operational || core.config.protect_operational_endpoints)) {
     const ApiKeys::Verdict verdict =
         core.keys.check(request[http::field::authorization], request["x-api-key"]);
     if (verdict != ApiKeys::Verdict::allowed) {
@@ -507,12 +481,11 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
     co_return co_await send_reply(core, stream, request, record,
                                   Reply::error(error, true, encode_error));
   }
-  const Handler* handler = handler_for(route->endpoint);
-  if (handler == nullptr) co_return false;
-  if (handler->stream != nullptr) {
-    co_return co_await handler->stream(core, stream, buffer, request, record);
+  const EndpointHandler& handler = *record.route->handler;
+  if (handler.stream != nullptr) {
+    co_return co_await handler.stream(core, stream, buffer, request, record);
   }
-  Reply reply = co_await handler->reply(core, request, *route);
+  Reply reply = co_await handler.reply(core, request, *route);
   co_return co_await send_reply(core, stream, request, record, std::move(reply));
 }
 
@@ -643,12 +616,10 @@ std::string peer_address(const tcp::socket& socket) {
 
 void log_request(ServerCore& core, const Request& request, const RequestRecord& record,
                  std::string_view client) {
-  const std::string_view endpoint = record.routed ? endpoint_label(record.endpoint) : "other";
+  const std::string_view endpoint = record.route != nullptr ? record.route->label : "other";
   core.metrics.count_request(record.model, endpoint, record.status);
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - record.start).count();
-  const bool operational =
-      record.routed && (record.endpoint == Endpoint::health || record.endpoint == Endpoint::ready ||
-                        record.endpoint == Endpoint::metrics);
+  const bool operational = record.route != nullptr && record.route->operational;
   const auto level =
       operational && record.status < 400 ? spdlog::level::debug : spdlog::level::info;
   spdlog::log(level,

@@ -1,34 +1,41 @@
 #include "service/routes.h"
 
-#include <array>
 #include <optional>
+
+#include "service/endpoint_handlers.h"
 
 namespace tern::service {
 namespace {
 
-struct Route {
-  std::string_view method;
-  std::string_view path;  // a trailing '*' matches a non-empty rest: the path parameter
-  Endpoint endpoint;
-  bool operational;
-};
+using namespace detail;
+constexpr ErrorShape openai_errors = ErrorShape::openai;
+constexpr ErrorShape anthropic_errors = ErrorShape::anthropic;
 
-constexpr std::array<Route, 14> kRoutes{{
-    {"GET", "/health", Endpoint::health, true},
-    {"GET", "/ready", Endpoint::ready, true},
-    {"GET", "/metrics", Endpoint::metrics, true},
-    {"GET", "/v1/models", Endpoint::models, false},
-    {"GET", "/v1/models/*", Endpoint::model, false},
-    {"POST", "/v1/chat/completions", Endpoint::chat_completions, false},
-    {"POST", "/v1/completions", Endpoint::completions, false},
-    {"POST", "/tokenize", Endpoint::tokenize, false},
-    {"POST", "/detokenize", Endpoint::detokenize, false},
-    {"POST", "/v1/messages", Endpoint::messages, false},
-    {"POST", "/v1/messages/count_tokens", Endpoint::messages_count_tokens, false},
-    {"POST", "/v1/responses", Endpoint::responses, false},
-    {"GET", "/v1/responses/*", Endpoint::response, false},
-    {"DELETE", "/v1/responses/*", Endpoint::response_delete, false},
-}};
+// method, path, label, handler, on the streams loop, error shape, operational, probe
+constexpr Route kRoutes[] = {
+    {"GET", "/health", "/health", &health_handler, false, openai_errors, true, true},
+    {"GET", "/ready", "/ready", &ready_handler, false, openai_errors, true, true},
+    {"GET", "/metrics", "/metrics", &metrics_handler, false, openai_errors, true, false},
+    {"GET", "/v1/models", "/v1/models", &model_list_handler, false, openai_errors, false, false},
+    {"GET", "/v1/models/*", "/v1/models/{id}", &model_card_handler, false, openai_errors, false,
+     false},
+    {"POST", "/v1/chat/completions", "/v1/chat/completions", &chat_completions_handler, true,
+     openai_errors, false, false},
+    {"POST", "/v1/completions", "/v1/completions", &completions_handler, true, openai_errors, false,
+     false},
+    {"POST", "/tokenize", "/tokenize", &tokenize_handler, true, openai_errors, false, false},
+    {"POST", "/detokenize", "/detokenize", &detokenize_handler, true, openai_errors, false, false},
+    {"POST", "/v1/messages", "/v1/messages", &messages_handler, true, anthropic_errors, false,
+     false},
+    {"POST", "/v1/messages/count_tokens", "/v1/messages/count_tokens", &count_tokens_handler, true,
+     anthropic_errors, false, false},
+    {"POST", "/v1/responses", "/v1/responses", &responses_handler, true, openai_errors, false,
+     false},
+    {"GET", "/v1/responses/*", "/v1/responses/{id}", &stored_response_handler, false, openai_errors,
+     false, false},
+    {"DELETE", "/v1/responses/*", "/v1/responses/{id}", &delete_response_handler, false,
+     openai_errors, false, false},
+};
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -82,21 +89,22 @@ openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_v
       path_known = true;
       continue;
     }
-    return RouteMatch{route.endpoint, percent_decode(*parameter), route.operational};
+    return RouteMatch{&route, percent_decode(*parameter)};
   }
   if (path_known) return openai::method_not_allowed(method, path);
   return openai::route_not_found(method, path);
 }
 
-std::string_view endpoint_label(Endpoint endpoint) {
+std::span<const Route> routes() {
+  return kRoutes;
+}
+
+ErrorShape error_shape_of_unrouted(std::string_view target) {
   for (const Route& route : kRoutes) {
-    if (route.endpoint == endpoint) {
-      if (route.endpoint == Endpoint::model) return "/v1/models/{id}";
-      if (route.path == "/v1/responses/*") return "/v1/responses/{id}";
-      return route.path;
-    }
+    const std::string_view path = route.path.substr(0, route.path.find('*'));
+    if (route.errors != ErrorShape::openai && target.starts_with(path)) return route.errors;
   }
-  return "other";
+  return ErrorShape::openai;
 }
 
 }  // namespace tern::service

@@ -316,7 +316,7 @@ struct Server::Impl : ServerCore {
                             deadline.async_wait(kUseTuple));
     if (header.index() == 1 || std::get<0>(std::get<0>(header))) co_return false;
     const auto route = match_route(parser.get().method_string(), parser.get().target());
-    if (!route || (route->endpoint != Endpoint::health && route->endpoint != Endpoint::ready)) {
+    if (!route || !route->route->probe) {
       co_return false;
     }
     Request request = parser.release();  // a probe's body, if any, is never read

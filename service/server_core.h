@@ -65,8 +65,7 @@ inline bool cancelled(const asio::cancellation_state& state) {
 struct RequestRecord {
   Clock::time_point start = Clock::now();
   std::string model;
-  Endpoint endpoint = Endpoint::health;
-  bool routed = false;
+  const Route* route = nullptr;  // null until the request matched a row of the table
   int status = 200;
   Usage usage;
   std::string_view reason;  // why the server ended a response early: slow_client, drain_timeout
