@@ -1,6 +1,7 @@
 // The HTTP session: one connection's read loop with its limits and timeouts, error replies, and
-// the dispatch table. Non-streaming handlers return a Reply value, as in Beast's
-// http_server_awaitable example; the generation handlers stream through stream_writer.cpp.
+// the dispatch through the endpoint table. Non-streaming handlers return a Reply value, as in
+// Beast's http_server_awaitable example; the generation handlers stream through stream_writer.cpp.
+#include "service/http_session.h"
 #include <array>
 
 #include <fmt/format.h>
@@ -20,7 +21,8 @@
 #include "service/request_headers.h"
 #include "service/responses/response_object.h"
 #include "service/responses/responses_stream_encoder.h"
-#include "service/server_core.h"
+#include "service/server_hand_over.h"
+#include "service/stream_writer.h"
 
 namespace tern::service::detail {
 namespace {

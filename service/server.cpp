@@ -18,7 +18,9 @@
 
 #include "kernels/this_thread.h"
 #include "service/host_address.h"
-#include "service/server_core.h"
+#include "service/http_session.h"
+#include "service/server_hand_over.h"
+#include "service/stream_writer.h"
 
 namespace tern::service {
 namespace detail {

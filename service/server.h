@@ -6,6 +6,7 @@
 #include "engine/expected.h"
 #include "service/config.h"
 #include "service/model_service.h"
+#include "service/server_options.h"
 #include "service/service_metrics.h"
 
 namespace tern::service {
@@ -14,12 +15,7 @@ namespace tern::service {
 // limits and timeouts of ServerConfig, API keys, and graceful drain. Asio stays in server.cpp.
 class Server {
  public:
-  struct Options {
-    // SIGTERM/SIGINT/SIGHUP start a drain; a second signal stops at once. Tests call drain().
-    bool handle_signals = true;
-    // Threads for ModelService calls (rendering, tokenizing), off the I/O threads.
-    int preparation_threads = 2;
-  };
+  using Options = ServerOptions;
 
   Server(const ServerConfig& config, ModelService& models, ServiceMetrics& metrics,
          Options options);

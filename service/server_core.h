@@ -2,8 +2,10 @@
 
 // What the HTTP server's three parts share: server.cpp (lifecycle, accepting, the hand-over
 // between event loops), http_session.cpp (reading requests, limits, routing, replies) and
-// stream_writer.cpp (a generation's pump, writer and disconnect watch). Only those three files
-// include it, since it brings in Asio and Beast (about 20 s of compile time per file).
+// stream_writer.cpp (a generation's pump, writer and disconnect watch). Each offers the others
+// its functions in a header of its own (server_hand_over.h, http_session.h, stream_writer.h).
+// Only those three files include these headers, since they bring in Asio and Beast (about 20 s
+// of compile time per file).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -35,7 +37,7 @@
 #include "service/preparation_queue.h"
 #include "service/responses/response_store.h"
 #include "service/routes.h"
-#include "service/server.h"
+#include "service/server_options.h"
 #include "service/service_metrics.h"
 
 namespace tern::service::detail {
@@ -94,13 +96,13 @@ struct StreamState;  // stream_writer.cpp
 // what they change is atomic or, for open generations, under generations_mutex.
 struct ServerCore {
   ServerCore(const ServerConfig& config_in, ModelService& models_in, ServiceMetrics& metrics_in,
-             Server::Options options_in);
+             ServerOptions options_in);
   ~ServerCore();
 
   const ServerConfig config;
   ModelService& models;
   ServiceMetrics& metrics;
-  const Server::Options options;
+  const ServerOptions options;
   const ApiKeys keys;
   // Stored Responses-API answers (previous_response_id, GET/DELETE /v1/responses/{id}).
   responses::ResponseStore responses;
@@ -135,57 +137,5 @@ class ConnectionCount {
  private:
   ServerCore& core_;
 };
-
-// --- server.cpp ---------------------------------------------------------------------------------
-
-// Re-registers the connection with the streams loop and continues its session there, starting
-// with `request` (already counted in active_requests). False when the socket could not be moved.
-bool hand_over(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-               Request& request, std::unique_ptr<ConnectionCount>& count);
-
-// --- http_session.cpp ---------------------------------------------------------------------------
-
-// One connection's requests, in order. A session starts on the control loop (`pending` null)
-// and reads requests there; the first generation request hands the connection over to the
-// streams loop, where a new session continues with it as `pending`.
-awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
-                            std::unique_ptr<Request> pending,
-                            std::unique_ptr<ConnectionCount> count);
-
-// Routes one request that has been read and answers it. False when the connection must close.
-awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                       const Request& request, RequestRecord& record);
-
-// Writes a Reply as the response to `request`; false when the connection must close.
-awaitable<bool> send_reply(ServerCore& core, beast::tcp_stream& stream, const Request& request,
-                           RequestRecord& record, Reply reply);
-
-// Keeps the client's X-Request-Id when it is usable, else gives the request a fresh one.
-void assign_request_id(Request& request);
-// The client's address and port for the access log; "-" once the peer is gone.
-std::string peer_address(const tcp::socket& socket);
-// The request's metrics and its access-log line.
-void log_request(ServerCore& core, const Request& request, const RequestRecord& record,
-                 std::string_view client);
-
-// --- stream_writer.cpp --------------------------------------------------------------------------
-
-// Streams a generation as SSE: the header, then chunks as the engine produces them, with
-// keepalive comments, a bounded buffer per stream and a watch for the client hanging up.
-awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
-                              beast::flat_buffer& buffer, const Request& request,
-                              RequestRecord& record, GenerationStream& source,
-                              openai::ChunkEncoder& encoder);
-
-// Collects a whole generation for one JSON body. nullopt when the client left.
-using EncodeChoices =
-    std::function<std::string(const std::vector<openai::ChoiceOutput>&, const Usage&)>;
-awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stream& stream,
-                                               beast::flat_buffer& buffer, RequestRecord& record,
-                                               GenerationStream& source, EncodeChoices encode,
-                                               ErrorEncoder encode_error = &openai::encode_error);
-
-// The drain timeout ran out: every open generation ends with an error event. Returns how many.
-std::size_t cut_open_generations(ServerCore& core);
 
 }  // namespace tern::service::detail

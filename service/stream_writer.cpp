@@ -1,14 +1,16 @@
 // The stream writer: a generation's pump (engine events into a bounded buffer), writer (the
 // buffer onto the socket, with keepalive comments) and disconnect watch, which run together on
 // the connection's strand; and the cut of open generations when the drain timeout runs out.
+#include "service/stream_writer.h"
+
 #include <spdlog/spdlog.h>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include "service/http_session.h"
 #include "service/request_headers.h"
-#include "service/server_core.h"
 #include "service/sse.h"
 
 namespace tern::service::detail {
