@@ -4,37 +4,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/json_string.h"
+
 namespace tern::cuda_bench {
 namespace {
-
-void append_escaped(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
 
 // The fields every record of a case starts with.
 JsonLine describe(const CaseInfo& info) {
@@ -54,13 +27,13 @@ void add_counts(JsonLine& line, const CaseInfo& info) {
 
 void JsonLine::key(std::string_view name) {
   if (text_.size() > 1) text_ += ',';
-  append_escaped(text_, name);
+  append_json_string(text_, name);
   text_ += ':';
 }
 
 JsonLine& JsonLine::add(std::string_view name, std::string_view value) {
   key(name);
-  append_escaped(text_, value);
+  append_json_string(text_, value);
   return *this;
 }
 
