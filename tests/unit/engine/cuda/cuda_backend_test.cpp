@@ -37,20 +37,7 @@ struct Trace {
 Trace run(Backend& backend) {
   Trace trace;
   const auto start = std::chrono::steady_clock::now();
-  const std::int32_t vocab = backend.vocab_size();
-  EXPECT_TRUE(backend.allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
-  for (const Step& step : steps()) {
-    if (!step.copies_before.empty()) {
-      const Status copied = backend.copy_kv_blocks(step.copies_before);
-      EXPECT_TRUE(copied.ok()) << copied.message();
-    }
-    const BatchPlan plan = make_plan(step.parts, vocab);
-    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
-                              static_cast<std::size_t>(vocab));
-    const Status ran = backend.forward(plan, logits);
-    EXPECT_TRUE(ran.ok()) << backend.name() << ": " << ran.message();
-    trace.logits.push_back(std::move(logits));
-  }
+  run_steps(backend, [&](std::vector<float> logits) { trace.logits.push_back(std::move(logits)); });
   trace.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return trace;
 }

@@ -47,20 +47,7 @@ std::vector<RecordedOp> record(Backend& backend) {
   OpRecorder recorder;
   const Status observing = backend.observe_ops(&recorder);
   EXPECT_TRUE(observing.ok()) << observing.message();
-  const std::int32_t vocab = backend.vocab_size();
-  EXPECT_TRUE(backend.allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
-  for (const Step& step : steps()) {
-    if (!step.copies_before.empty()) {
-      const Status copied = backend.copy_kv_blocks(step.copies_before);
-      EXPECT_TRUE(copied.ok()) << copied.message();
-    }
-    const BatchPlan plan = make_plan(step.parts, vocab);
-    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
-                              static_cast<std::size_t>(vocab));
-    const Status ran = backend.forward(plan, logits);
-    EXPECT_TRUE(ran.ok()) << backend.name() << ": " << ran.message();
-    ++recorder.step;
-  }
+  run_steps(backend, [&](const std::vector<float>&) { ++recorder.step; });
   EXPECT_TRUE(backend.observe_ops(nullptr).ok());
   return std::move(recorder.ops);
 }
@@ -181,17 +168,9 @@ TEST(OpTrace, TracedLogitsEqualUntracedOnes) {
       if (traced == 1) {
         ASSERT_TRUE((*backend)->observe_ops(&recorder).ok());
       }
-      ASSERT_TRUE((*backend)->allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
-      for (const Step& step : steps()) {
-        if (!step.copies_before.empty()) {
-          ASSERT_TRUE((*backend)->copy_kv_blocks(step.copies_before).ok());
-        }
-        const BatchPlan plan = make_plan(step.parts, (*backend)->vocab_size());
-        std::vector<float> out(static_cast<std::size_t>(plan.num_logit_rows()) *
-                               static_cast<std::size_t>((*backend)->vocab_size()));
-        ASSERT_TRUE((*backend)->forward(plan, out).ok());
+      run_steps(**backend, [&](const std::vector<float>& out) {
         logits[traced].insert(logits[traced].end(), out.begin(), out.end());
-      }
+      });
       if (traced == 1) {
         EXPECT_FALSE(recorder.ops.empty());
       }

@@ -3,6 +3,8 @@
 // The plans the CUDA backend's tests run on both backends: prefill chunks, decode steps and a
 // copy-on-write fork, mixed in one batch, over a block table listed out of order.
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -83,6 +85,26 @@ inline std::vector<Step> steps() {
   all.push_back({{{2, 10, 1, true}, {0, 10, 1, true}, {1, 14, 1, true}}, fork});
   all.push_back({{{1, 15, 7, true}, {2, 11, 1, true}, {0, 11, 1, true}}, {}});
   return all;
+}
+
+// Allocates `backend`'s KV cache, then runs every step of steps() on it (its block copies first),
+// handing each step's logits, rows back to back, to `each(logits)`.
+template <class Each>
+void run_steps(Backend& backend, Each&& each) {
+  const std::int32_t vocab = backend.vocab_size();
+  EXPECT_TRUE(backend.allocate_kv_cache({KvCacheType::f16, kBlockSize, kBlocks}).ok());
+  for (const Step& step : steps()) {
+    if (!step.copies_before.empty()) {
+      const Status copied = backend.copy_kv_blocks(step.copies_before);
+      EXPECT_TRUE(copied.ok()) << copied.message();
+    }
+    const BatchPlan plan = make_plan(step.parts, vocab);
+    std::vector<float> logits(static_cast<std::size_t>(plan.num_logit_rows()) *
+                              static_cast<std::size_t>(vocab));
+    const Status ran = backend.forward(plan, logits);
+    EXPECT_TRUE(ran.ok()) << backend.name() << ": " << ran.message();
+    each(std::move(logits));
+  }
 }
 
 }  // namespace tern::engine::mixed_steps
