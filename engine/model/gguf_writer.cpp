@@ -315,4 +315,25 @@ Status GgufWriter::write_to_memory(std::span<std::byte> out, unsigned threads) c
   return Status::success();
 }
 
+std::uint32_t gguf_file_type(kernels::TensorType type) {
+  switch (type) {
+    case kernels::TensorType::f32:
+      return 0;
+    case kernels::TensorType::f16:
+      return 1;
+    case kernels::TensorType::q4_0:
+      return 2;
+    case kernels::TensorType::q8_0:
+      return 7;
+    case kernels::TensorType::q4_k:
+      return 15;
+    case kernels::TensorType::q6_k:
+      return 18;
+    case kernels::TensorType::bf16:
+      return 32;
+    default:
+      return 1;
+  }
+}
+
 }  // namespace tern::engine

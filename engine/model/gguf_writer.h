@@ -72,4 +72,8 @@ class GgufWriter {
   std::uint64_t alignment_ = 32;
 };
 
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose matrices are all `type`;
+// 1 (F16) for a type it has no value for.
+std::uint32_t gguf_file_type(kernels::TensorType type);
+
 }  // namespace tern::engine

@@ -20,28 +20,6 @@ namespace {
 
 using kernels::TensorType;
 
-// llama.cpp's general.file_type values.
-std::uint32_t file_type_of(TensorType type) {
-  switch (type) {
-    case TensorType::f32:
-      return 0;
-    case TensorType::f16:
-      return 1;
-    case TensorType::q4_0:
-      return 2;
-    case TensorType::q8_0:
-      return 7;
-    case TensorType::q4_k:
-      return 15;
-    case TensorType::q6_k:
-      return 18;
-    case TensorType::bf16:
-      return 32;
-    default:
-      return 1;
-  }
-}
-
 // The requested type if the row length allows it, else the nearest type that fits.
 TensorType type_for_row(TensorType requested, std::int64_t cols) {
   const TensorType chain_k4[] = {TensorType::q4_k, TensorType::q4_0, TensorType::q8_0,
@@ -261,8 +239,8 @@ Expected<QuantizeReport> quantize_model(const std::string& input, const std::str
         spdlog::warn("quantize: {}", copied.message());
       }
     }
-    writer.add_uint32("general.file_type", file_type_of(type));
-  } else if (Status written = write_hf_metadata(config, input, file_type_of(type), writer);
+    writer.add_uint32("general.file_type", gguf_file_type(type));
+  } else if (Status written = write_hf_metadata(config, input, gguf_file_type(type), writer);
              !written.ok()) {
     return Error{written.message()};
   }

@@ -170,22 +170,6 @@ GgufWriter::TensorSource filled_f32(float fill) {
   };
 }
 
-// llama.cpp's general.file_type (LLAMA_FTYPE_*) for a model whose matrices are all `type`.
-std::uint32_t file_type(TensorType type) {
-  switch (type) {
-    case TensorType::f16:
-      return 1;
-    case TensorType::q4_0:
-      return 2;
-    case TensorType::q8_0:
-      return 7;
-    case TensorType::bf16:
-      return 32;
-    default:
-      return 0;
-  }
-}
-
 struct Vocabulary {
   std::string source;  // for the log line
   std::string pre;     // tokenizer.ggml.pre
@@ -278,7 +262,7 @@ void add_architecture_keys(GgufWriter& writer, const RandomModelSpec& spec) {
   for (char& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   writer.add_string("general.name",
                     fmt::format("random:{}:{}:{} (random weights)", shape.name, type, spec.seed));
-  writer.add_uint32("general.file_type", file_type(spec.type));
+  writer.add_uint32("general.file_type", gguf_file_type(spec.type));
   writer.add_uint32(key("vocab_size"), static_cast<std::uint32_t>(shape.vocab));
   writer.add_uint32(key("context_length"), static_cast<std::uint32_t>(shape.context));
   writer.add_uint32(key("embedding_length"), static_cast<std::uint32_t>(shape.hidden));
