@@ -43,17 +43,15 @@ std::vector<std::string> function_names(std::string_view tools_json) {
 }
 
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
-                                    const openai::ChatCompletionRequest& request,
-                                    std::string_view prompt) {
+                                    const api::ChatRequest& request, std::string_view prompt) {
   const engine::ModelChatTemplate& chat_template = *model.chat_template;
   return output_parsers_for(
       request, configured_or(model.spec.tool_parser, chat_template.tool_call_parser()),
       configured_or(model.spec.reasoning_parser, chat_template.reasoning_parser()), prompt);
 }
 
-OutputParserSpec output_parsers_for(const openai::ChatCompletionRequest& request,
-                                    std::string tool_parser, std::string reasoning_parser,
-                                    std::string_view prompt) {
+OutputParserSpec output_parsers_for(const api::ChatRequest& request, std::string tool_parser,
+                                    std::string reasoning_parser, std::string_view prompt) {
   OutputParserSpec spec;
   spec.reasoning_parser = std::move(reasoning_parser);
   spec.starts_in_reasoning = !spec.reasoning_parser.empty() && ends_in_think(prompt);

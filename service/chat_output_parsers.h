@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/served_model.h"
-#include "service/openai/chat_request.h"
+#include "service/api/chat_request.h"
 #include "service/parsing_generation_stream.h"
 
 namespace tern::service {
@@ -18,13 +18,11 @@ namespace tern::service {
 // implies. Tool calls are parsed only when the request offers tools and tool_choice is not
 // "none". `prompt` is the rendered prompt: one that ends in `<think>` starts in reasoning.
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
-                                    const openai::ChatCompletionRequest& request,
-                                    std::string_view prompt);
+                                    const api::ChatRequest& request, std::string_view prompt);
 // The same with the parsers already named (vLLM's names, or empty for none): what the request
 // adds to them.
-OutputParserSpec output_parsers_for(const openai::ChatCompletionRequest& request,
-                                    std::string tool_parser, std::string reasoning_parser,
-                                    std::string_view prompt);
+OutputParserSpec output_parsers_for(const api::ChatRequest& request, std::string tool_parser,
+                                    std::string reasoning_parser, std::string_view prompt);
 
 // The names of a request's function tools (tools_json in OpenAI's shape, as read_tools checked
 // it); none for JSON that is not an array of tools.

@@ -35,9 +35,9 @@ Value with_parsed_arguments(const Value& call) {
   return Value::dict(std::move(entries));
 }
 
-openai::ApiResult<Value> message_value(const openai::ChatMessage& message, std::size_t index) {
+api::ApiResult<Value> message_value(const api::ChatMessage& message, std::size_t index) {
   ValueDict entries;
-  entries.set("role", Value::string(std::string(openai::role_name(message.role))));
+  entries.set("role", Value::string(std::string(api::role_name(message.role))));
   // A message without text (an assistant turn that only calls tools) is "" to the template, as
   // vLLM and llama.cpp's server give it: templates read content as a string ('</think>' in
   // content, content | trim) and fail on none.
@@ -46,8 +46,8 @@ openai::ApiResult<Value> message_value(const openai::ChatMessage& message, std::
   if (!message.tool_calls_json.empty()) {
     auto calls = engine::chat::parse_json_value(message.tool_calls_json);
     if (!calls || !calls->is_list()) {
-      return openai::invalid_request(fmt::format("messages[{}].tool_calls", index),
-                                     "tool_calls must be an array");
+      return api::invalid_request(fmt::format("messages[{}].tool_calls", index),
+                                  "tool_calls must be an array");
     }
     ValueList parsed;
     for (const Value& call : calls->as_list()) parsed.push_back(with_parsed_arguments(call));
@@ -64,8 +64,8 @@ openai::ApiResult<Value> message_value(const openai::ChatMessage& message, std::
 
 // transformers' continue_final_message: cut the rendering right after the last message's text,
 // so the model continues it instead of starting a new turn.
-openai::ApiResult<std::string> cut_after_final_message(std::string rendered,
-                                                       const openai::ChatMessage& last) {
+api::ApiResult<std::string> cut_after_final_message(std::string rendered,
+                                                    const api::ChatMessage& last) {
   const std::string content = last.content.value_or("");
   const auto first = content.find_first_not_of(" \t\r\n");
   const auto end = content.find_last_not_of(" \t\r\n");
@@ -73,7 +73,7 @@ openai::ApiResult<std::string> cut_after_final_message(std::string rendered,
       first == std::string::npos ? std::string() : content.substr(first, end - first + 1);
   const std::size_t at = stripped.empty() ? std::string::npos : rendered.rfind(stripped);
   if (at == std::string::npos) {
-    return openai::invalid_request(
+    return api::invalid_request(
         "continue_final_message",
         "continue_final_message is set but the final message does not appear in the rendered "
         "chat template");
@@ -87,26 +87,26 @@ openai::ApiResult<std::string> cut_after_final_message(std::string rendered,
 
 }  // namespace
 
-openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
-                                                  const ChatPromptInput& input) {
-  const std::vector<openai::ChatMessage>& messages = *input.messages;
+api::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
+                                               const ChatPromptInput& input) {
+  const std::vector<api::ChatMessage>& messages = *input.messages;
   if (input.add_generation_prompt && input.continue_final_message) {
-    return openai::invalid_request("continue_final_message",
-                                   "continue_final_message and add_generation_prompt cannot both "
-                                   "be true");
+    return api::invalid_request("continue_final_message",
+                                "continue_final_message and add_generation_prompt cannot both "
+                                "be true");
   }
   if (input.continue_final_message &&
-      (messages.empty() || messages.back().role != openai::ChatRole::assistant)) {
-    return openai::invalid_request("continue_final_message",
-                                   "continue_final_message needs a final assistant message");
+      (messages.empty() || messages.back().role != api::ChatRole::assistant)) {
+    return api::invalid_request("continue_final_message",
+                                "continue_final_message needs a final assistant message");
   }
   ValueDict context;
   if (!input.chat_template_kwargs.empty()) {
     auto kwargs = engine::chat::parse_json_value(input.chat_template_kwargs);
     if (!kwargs || !kwargs->is_dict()) {
-      return openai::invalid_request("chat_template_kwargs",
-                                     "chat_template_kwargs must be an "
-                                     "object");
+      return api::invalid_request("chat_template_kwargs",
+                                  "chat_template_kwargs must be an "
+                                  "object");
     }
     for (const auto& [key, value] : kwargs->as_dict()) context.set(key, value);
   }
@@ -120,11 +120,11 @@ openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplat
   if (!input.tools_json.empty()) {
     auto tools = engine::chat::parse_json_value(input.tools_json);
     if (!tools || !tools->is_list()) {
-      return openai::invalid_request("tools", "tools must be an array");
+      return api::invalid_request("tools", "tools must be an array");
     }
     if (!tools->as_list().empty()) {
       if (!chat_template.renders_tools()) {
-        return openai::invalid_request(
+        return api::invalid_request(
             "tools",
             "This model's chat template never reads `tools`, so the model would not see them; "
             "send the request without `tools`, or serve the model with a chat_template that "
@@ -136,7 +136,7 @@ openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplat
   context.set("add_generation_prompt", Value::boolean(input.add_generation_prompt));
   auto rendered = chat_template.render(Value::dict(std::move(context)));
   if (!rendered) {
-    return openai::invalid_request(
+    return api::invalid_request(
         "messages", fmt::format("The chat template failed: {}", rendered.error().message));
   }
   if (!input.continue_final_message) return std::move(*rendered);

@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "engine/chat/model_chat_template.h"
-#include "service/openai/api_error.h"
-#include "service/openai/chat_request.h"
+#include "service/api/api_error.h"
+#include "service/api/chat_request.h"
 
 namespace tern::service {
 
 // What a chat template is rendered from, as the OpenAI request carries it.
 struct ChatPromptInput {
-  const std::vector<openai::ChatMessage>* messages = nullptr;
+  const std::vector<api::ChatMessage>* messages = nullptr;
   std::string_view tools_json;            // compact JSON array; empty when absent
   std::string_view chat_template_kwargs;  // compact JSON object; empty when absent
   bool add_generation_prompt = true;
@@ -24,7 +24,7 @@ struct ChatPromptInput {
 // add_generation_prompt and the kwargs as top-level variables. A template that raises is the
 // client's fault: 400 with its message. Tools on a model whose template never reads `tools` are
 // refused (400, param `tools`) rather than dropped from the prompt.
-openai::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
-                                                  const ChatPromptInput& input);
+api::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& chat_template,
+                                               const ChatPromptInput& input);
 
 }  // namespace tern::service

@@ -3,7 +3,7 @@
 #include <string_view>
 
 #include "engine/expected.h"
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
 namespace tern::service {
 
@@ -11,7 +11,7 @@ namespace tern::service {
 // invalid_field and context_length are 400s naming the field (a request's "prompt" is called
 // `prompt_param` there), overloaded a 429 with Retry-After, not_found a 404, unavailable a 503,
 // internal a 500.
-openai::ApiError api_error_from(const Error& error, std::string_view model_name,
-                                std::string_view prompt_param);
+api::ApiError api_error_from(const Error& error, std::string_view model_name,
+                             std::string_view prompt_param);
 
 }  // namespace tern::service

@@ -27,12 +27,12 @@ ModelCard card_for(const engine::ServedModel& model, const std::string& id) {
 }
 
 // Ids that are not in the vocabulary would be silently dropped by decode; say so instead.
-openai::ApiResult<bool> check_ids(const engine::ServedModel& model,
-                                  const std::vector<std::int32_t>& ids, std::string_view param) {
+api::ApiResult<bool> check_ids(const engine::ServedModel& model,
+                               const std::vector<std::int32_t>& ids, std::string_view param) {
   const std::int32_t vocab = model.tokenizer->vocab_size();
   for (const std::int32_t id : ids) {
     if (id < 0 || id >= vocab) {
-      return openai::invalid_request(
+      return api::invalid_request(
           std::string(param),
           fmt::format("Token id {} is outside the model's vocabulary of {}", id, vocab));
     }
@@ -43,28 +43,28 @@ openai::ApiResult<bool> check_ids(const engine::ServedModel& model,
 // The most tokens a request's prompt may have: what the context leaves after the completion's
 // tokens (at least one), the check build_engine_request makes.
 std::size_t prompt_token_limit(const engine::ServedModel& model,
-                               const openai::SamplingRequest& sampling) {
+                               const api::SamplingRequest& sampling) {
   const int completion = std::max(1, sampling.max_tokens.value_or(1));
   return static_cast<std::size_t>(std::max(0, model.context_length - completion));
 }
 
 // The prompt's ids, or a 400 as soon as the prompt is known to pass `limit` tokens: a huge
 // prompt is refused after tokenizing about `limit` tokens of it, not all of it.
-openai::ApiResult<std::vector<std::int32_t>> encode_prompt(
+api::ApiResult<std::vector<std::int32_t>> encode_prompt(
     const engine::ServedModel& model, std::string_view text, bool add_special, std::size_t limit,
-    const std::function<openai::ApiError(std::size_t tokens_at_least)>& too_long) {
+    const std::function<api::ApiError(std::size_t tokens_at_least)>& too_long) {
   engine::BoundedEncoding encoded = model.tokenizer->encode_bounded(text, add_special, limit);
   if (encoded.exceeded) return too_long(encoded.tokens_at_least);
   return std::move(encoded.ids);
 }
 
 // A generation's prompt past the context, with as much of the count as is known.
-std::function<openai::ApiError(std::size_t)> context_exceeded(
-    const engine::ServedModel& model, const openai::SamplingRequest& sampling,
-    std::string_view prompt_param) {
+std::function<api::ApiError(std::size_t)> context_exceeded(const engine::ServedModel& model,
+                                                           const api::SamplingRequest& sampling,
+                                                           std::string_view prompt_param) {
   return [&model, &sampling, prompt_param](std::size_t prompt_tokens) {
     const int completion = std::max(1, sampling.max_tokens.value_or(1));
-    return openai::invalid_request(
+    return api::invalid_request(
         std::string(prompt_param),
         fmt::format("This model's maximum context length is {} tokens. However, you requested at "
                     "least {} tokens ({} or more in the {}, {} in the completion). Please reduce "
@@ -77,9 +77,8 @@ std::function<openai::ApiError(std::size_t)> context_exceeded(
 
 // The request's structured output compiled for the model (cached by the model's GrammarCache);
 // null when it asks for none. Runs on the preparation pool: the engine never waits for it.
-openai::ApiResult<std::shared_ptr<const engine::grammar::TokenizedGrammar>>
-compile_structured_output(const engine::ServedModel& model,
-                          const engine::grammar::GrammarSpec& spec) {
+api::ApiResult<std::shared_ptr<const engine::grammar::TokenizedGrammar>> compile_structured_output(
+    const engine::ServedModel& model, const engine::grammar::GrammarSpec& spec) {
   if (!spec.active() || !model.grammars) {
     return std::shared_ptr<const engine::grammar::TokenizedGrammar>();
   }
@@ -87,33 +86,33 @@ compile_structured_output(const engine::ServedModel& model,
   if (!compiled) {
     const Error& error = compiled.error();
     if (error.kind == ErrorKind::overloaded) {
-      return openai::too_many_requests(
+      return api::too_many_requests(
           fmt::format("The model '{}' is compiling other grammars: {}; retry after {} s",
                       model.spec.name, error.message, error.retry_after_s),
           error.retry_after_s);
     }
-    return openai::invalid_request(error.field.empty() ? spec.field : error.field,
-                                   fmt::format("Invalid '{}': {}", spec.field, error.message),
-                                   "invalid_value");
+    return api::invalid_request(error.field.empty() ? spec.field : error.field,
+                                fmt::format("Invalid '{}': {}", spec.field, error.message),
+                                "invalid_value");
   }
   return *compiled;
 }
 
 // What a chat answer is constrained to: the request's structured output, or, when tool_choice
 // forces a call, a call of its tools in the format the model's tool parser reads.
-openai::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
-    const openai::ChatCompletionRequest& request, const OutputParserSpec& parsers) {
+api::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
+    const api::ChatRequest& request, const OutputParserSpec& parsers) {
   if (!request.tool_call_required) return request.structured_output;
   if (request.structured_output.active()) {
-    return openai::invalid_request(
+    return api::invalid_request(
         "tool_choice",
         fmt::format("'tool_choice' forces a tool call and '{}' constrains the answer; give one",
                     request.structured_output.field),
         "invalid_value");
   }
   if (request.tools_json.empty() || request.tools_json == "[]") {
-    return openai::invalid_request(
-        "tool_choice", "'tool_choice' forces a call but no tools are given", "invalid_value");
+    return api::invalid_request("tool_choice", "'tool_choice' forces a call but no tools are given",
+                                "invalid_value");
   }
   engine::grammar::GrammarSpec spec;
   spec.kind = engine::grammar::GrammarSpec::Kind::tool_calls;
@@ -127,21 +126,21 @@ openai::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
 
 }  // namespace
 
-openai::ApiResult<const engine::ServedModel*> EngineModelService::resolve(
+api::ApiResult<const engine::ServedModel*> EngineModelService::resolve(
     const std::string& name) const {
   if (const engine::ServedModel* model = registry_.find(name)) return model;
   if (!name.empty() && registry_.is_configured(name)) {
-    return openai::service_unavailable(
+    return api::service_unavailable(
         registry_.loading_finished()
             ? fmt::format("The model '{}' failed to load; see the server log", name)
             : fmt::format("The model '{}' is still loading", name),
         registry_.loading_finished() ? 0 : 5);
   }
   if (name.empty()) {
-    return openai::service_unavailable(
+    return api::service_unavailable(
         registry_.loading_finished() ? "No model is loaded" : "The models are still loading", 5);
   }
-  return openai::model_not_found(name);
+  return api::model_not_found(name);
 }
 
 std::vector<ModelCard> EngineModelService::models() const {
@@ -208,8 +207,8 @@ std::vector<ModelStats> EngineModelService::stats() const {
   return stats;
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_chat(
-    const openai::ChatCompletionRequest& request, std::string& model_id) {
+api::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_chat(
+    const api::ChatRequest& request, std::string& model_id) {
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;
@@ -260,8 +259,8 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
       std::make_unique<ParsingGenerationStream>(std::move(stream), std::move(parsers)));
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_completion(
-    const openai::CompletionRequest& request, std::string& model_id) {
+api::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_completion(
+    const api::CompletionRequest& request, std::string& model_id) {
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;
@@ -272,7 +271,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
   // Every prompt is checked before any is queued, so a bad one queues nothing.
   std::vector<engine::Request> requests;
   std::vector<std::string> echo_texts;
-  for (const openai::CompletionPrompt& prompt : request.prompts) {
+  for (const api::CompletionPrompt& prompt : request.prompts) {
     std::vector<std::int32_t> ids;
     if (prompt.is_token_ids) {
       if (auto valid = check_ids(model, prompt.token_ids, "prompt"); !valid) return valid.error();
@@ -316,8 +315,7 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_c
                                       shape.prompt_param, prompt_tokens}));
 }
 
-openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
-    const openai::TokenizeRequest& request) {
+api::ApiResult<TokenizeResult> EngineModelService::tokenize(const api::TokenizeRequest& request) {
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;
@@ -336,7 +334,7 @@ openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
   const auto limit = static_cast<std::size_t>(std::max(0, model.context_length));
   auto tokens = encode_prompt(
       model, text, request.add_special_tokens, limit, [&](std::size_t tokens_at_least) {
-        return openai::invalid_request(
+        return api::invalid_request(
             std::string(param),
             fmt::format("The {} encode to at least {} tokens, more than this model's context "
                         "length of {}; tokens are counted up to the context length",
@@ -356,8 +354,8 @@ openai::ApiResult<TokenizeResult> EngineModelService::tokenize(
   return result;
 }
 
-openai::ApiResult<DetokenizeResult> EngineModelService::detokenize(
-    const openai::DetokenizeRequest& request) {
+api::ApiResult<DetokenizeResult> EngineModelService::detokenize(
+    const api::DetokenizeRequest& request) {
   auto resolved = resolve(request.model);
   if (!resolved) return resolved.error();
   const engine::ServedModel& model = **resolved;

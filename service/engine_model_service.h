@@ -22,16 +22,16 @@ class EngineModelService final : public ModelService {
   bool ready() const override;
   std::vector<ModelUnavailable> unavailable() const override;
 
-  openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
-      const openai::ChatCompletionRequest& request, std::string& model_id) override;
-  openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
-      const openai::CompletionRequest& request, std::string& model_id) override;
+  api::ApiResult<std::unique_ptr<GenerationStream>> start_chat(const api::ChatRequest& request,
+                                                               std::string& model_id) override;
+  api::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const api::CompletionRequest& request, std::string& model_id) override;
 
-  openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) override;
-  openai::ApiResult<DetokenizeResult> detokenize(const openai::DetokenizeRequest& request) override;
+  api::ApiResult<TokenizeResult> tokenize(const api::TokenizeRequest& request) override;
+  api::ApiResult<DetokenizeResult> detokenize(const api::DetokenizeRequest& request) override;
 
  private:
-  openai::ApiResult<const engine::ServedModel*> resolve(const std::string& name) const;
+  api::ApiResult<const engine::ServedModel*> resolve(const std::string& name) const;
 
   engine::ModelRegistry& registry_;
 };

@@ -28,17 +28,17 @@ std::uint64_t fresh_seed() {
 
 }  // namespace
 
-openai::ApiResult<engine::Request> build_engine_request(const engine::ServedModel& model,
-                                                        const openai::SamplingRequest& sampling,
-                                                        std::vector<std::int32_t> prompt_ids,
-                                                        const RequestShape& shape) {
+api::ApiResult<engine::Request> build_engine_request(const engine::ServedModel& model,
+                                                     const api::SamplingRequest& sampling,
+                                                     std::vector<std::int32_t> prompt_ids,
+                                                     const RequestShape& shape) {
   const engine::SamplingDefaults& configured = model.spec.sampling;
   const engine::GenerationDefaults& shipped = model.weights->config().generation;
   const int prompt_tokens = static_cast<int>(prompt_ids.size());
   const int room = model.context_length - prompt_tokens;
   auto exceeded = [&](int max_tokens) {
-    openai::ApiError error =
-        openai::context_length_exceeded(prompt_tokens, max_tokens, model.context_length);
+    api::ApiError error =
+        api::context_length_exceeded(prompt_tokens, max_tokens, model.context_length);
     error.param = std::string(shape.prompt_param);
     return error;
   };
@@ -94,7 +94,7 @@ openai::ApiResult<engine::Request> build_engine_request(const engine::ServedMode
   return request;
 }
 
-openai::ApiResult<std::vector<engine::RequestHandle>> submit_to_engine(
+api::ApiResult<std::vector<engine::RequestHandle>> submit_to_engine(
     const engine::ServedModel& model, std::vector<engine::Request> requests,
     std::string_view client, std::string_view prompt_param) {
   auto handles = model.engine->submit_all(std::move(requests), client);

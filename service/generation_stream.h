@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/spsc_channel.h"
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
 namespace tern::service {
 
@@ -64,7 +64,7 @@ struct GenerationEvent {
   ChoiceFinishReason finish_reason = ChoiceFinishReason::stop;
   std::string stop_sequence;  // finish: the stop string that ended the choice, if one did
   Usage usage;
-  openai::ApiError error;
+  api::ApiError error;
 };
 
 // One accepted request's events, consumed by one connection. Mirrors engine::SpscChannel's

@@ -15,9 +15,12 @@
 #include "service/anthropic/messages_response.h"
 #include "service/anthropic/messages_stream_encoder.h"
 #include "service/endpoint_handlers.h"
+#include "service/openai/chat_completion_parser.h"
 #include "service/openai/chat_response.h"
+#include "service/openai/completion_parser.h"
 #include "service/openai/completion_response.h"
 #include "service/openai/models_response.h"
+#include "service/openai/tokenize_parser.h"
 #include "service/request_headers.h"
 #include "service/responses/response_object.h"
 #include "service/responses/responses_stream_encoder.h"
@@ -62,21 +65,21 @@ http::response<http::string_body> make_response(const ServerCore& core, const Re
 // oversized headers, 400 for a malformed one; a silent close when the client left.
 awaitable<void> reply_to_read_error(ServerCore& core, beast::tcp_stream& stream,
                                     boost::system::error_code ec, bool partial) {
-  openai::ApiError error;
+  api::ApiError error;
   if (ec == beast::error::timeout) {
     if (!partial) co_return;
-    error = openai::request_timeout();
+    error = api::request_timeout();
   } else if (ec == http::error::body_limit) {
-    error = openai::request_too_large(core.config.limits.max_body_bytes);
+    error = api::request_too_large(core.config.limits.max_body_bytes);
   } else if (ec == http::error::header_limit) {
-    error = openai::ApiError{431, "The request headers are too large", "invalid_request_error", "",
-                             "request_header_fields_too_large"};
+    error = api::ApiError{431, "The request headers are too large", "invalid_request_error", "",
+                          "request_header_fields_too_large"};
   } else if (ec == http::error::end_of_stream || ec == asio::error::eof ||
              ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
     co_return;
   } else {
-    error = openai::ApiError{400, fmt::format("Malformed HTTP request: {}", ec.message()),
-                             "invalid_request_error", "", "bad_request"};
+    error = api::ApiError{400, fmt::format("Malformed HTTP request: {}", ec.message()),
+                          "invalid_request_error", "", "bad_request"};
   }
   Request placeholder;
   placeholder.version(11);
@@ -99,7 +102,7 @@ awaitable<std::optional<std::invoke_result_t<Work&>>> on_pool(ServerCore& core,
         result.emplace(work());
       } catch (const std::exception& error) {
         result.emplace(
-            openai::server_error(fmt::format("Preparing the request failed: {}", error.what())));
+            api::server_error(fmt::format("Preparing the request failed: {}", error.what())));
       }
       asio::post(executor, [handler = std::move(handler), result = std::move(result)]() mutable {
         std::move(handler)(std::move(result));
@@ -118,7 +121,7 @@ bool host_header_valid(const Request& request) {
 }
 
 ErrorEncoder error_encoder_for(ErrorShape shape) {
-  return shape == ErrorShape::anthropic ? &anthropic::error_body : &openai::encode_error;
+  return shape == ErrorShape::anthropic ? &anthropic::error_body : &api::encode_error;
 }
 
 // The key's identity when keys are set, whichever header carried the key; empty without keys.
@@ -143,10 +146,10 @@ awaitable<Reply> health(ServerCore&, const Request&, const RouteMatch&) {
 
 awaitable<Reply> ready(ServerCore& core, const Request&, const RouteMatch&) {
   if (core.draining.load()) {
-    co_return Reply::error(openai::service_unavailable("The server is draining"));
+    co_return Reply::error(api::service_unavailable("The server is draining"));
   }
   if (!core.models.ready()) {
-    co_return Reply::error(openai::service_unavailable("Models are still loading", 5));
+    co_return Reply::error(api::service_unavailable("Models are still loading", 5));
   }
   co_return Reply::json(R"({"status":"ready"})");
 }
@@ -174,7 +177,7 @@ awaitable<Reply> model_card(ServerCore& core, const Request&, const RouteMatch& 
   for (const ModelCard& card : core.models.models()) {
     if (card.id == route.path_parameter) co_return Reply::json(openai::encode_model(card));
   }
-  co_return Reply::error(openai::model_not_found(route.path_parameter));
+  co_return Reply::error(api::model_not_found(route.path_parameter));
 }
 
 awaitable<Reply> tokenize(ServerCore& core, const Request& request, std::string_view client) {
@@ -224,37 +227,37 @@ awaitable<Reply> delete_response(ServerCore& core, const Request& request,
 // --- generation: one piece of code over the request type ----------------------------------------
 
 struct ChatEndpoint {
-  using Parsed = openai::ChatCompletionRequest;
+  using Parsed = api::ChatRequest;
   static constexpr std::string_view kIdPrefix = "chatcmpl";
   static auto parse(std::string_view body) { return openai::parse_chat_completion_request(body); }
   static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
     return models.start_chat(parsed, model_id);
   }
-  static openai::ChatChunkEncoder chunk_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+  static openai::ChatChunkEncoder chunk_encoder(api::ResponseMeta meta, const Parsed& parsed) {
     return openai::ChatChunkEncoder(std::move(meta), parsed.include_usage, parsed.logprobs);
   }
-  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+  static EncodeChoices body_encoder(api::ResponseMeta meta, const Parsed& parsed) {
     return [meta = std::move(meta), logprobs = parsed.logprobs](
-               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+               const std::vector<api::ChoiceOutput>& choices, const Usage& usage) {
       return openai::encode_chat_completion(meta, choices, usage, logprobs);
     };
   }
 };
 
 struct CompletionEndpoint {
-  using Parsed = openai::CompletionRequest;
+  using Parsed = api::CompletionRequest;
   static constexpr std::string_view kIdPrefix = "cmpl";
   static auto parse(std::string_view body) { return openai::parse_completion_request(body); }
   static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
     return models.start_completion(parsed, model_id);
   }
-  static openai::CompletionChunkEncoder chunk_encoder(openai::ResponseMeta meta,
+  static openai::CompletionChunkEncoder chunk_encoder(api::ResponseMeta meta,
                                                       const Parsed& parsed) {
     return openai::CompletionChunkEncoder(std::move(meta), parsed.include_usage, parsed.logprobs);
   }
-  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+  static EncodeChoices body_encoder(api::ResponseMeta meta, const Parsed& parsed) {
     return [meta = std::move(meta), logprobs = parsed.logprobs](
-               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
+               const std::vector<api::ChoiceOutput>& choices, const Usage& usage) {
       return openai::encode_text_completion(meta, choices, usage, logprobs);
     };
   }
@@ -262,19 +265,19 @@ struct CompletionEndpoint {
 
 // Anthropic's Messages door over the same chat path; only parsing and encoding differ.
 struct AnthropicMessagesEndpoint {
-  using Parsed = openai::ChatCompletionRequest;
+  using Parsed = api::ChatRequest;
   static constexpr std::string_view kIdPrefix = "msg";
   static auto parse(std::string_view body) { return anthropic::parse_messages_request(body); }
   static auto start(ModelService& models, const Parsed& parsed, std::string& model_id) {
     return models.start_chat(parsed, model_id);
   }
-  static anthropic::MessagesStreamEncoder chunk_encoder(openai::ResponseMeta meta, const Parsed&) {
+  static anthropic::MessagesStreamEncoder chunk_encoder(api::ResponseMeta meta, const Parsed&) {
     meta.id = anthropic::message_id(meta.id);
     return anthropic::MessagesStreamEncoder(std::move(meta));
   }
-  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed&) {
+  static EncodeChoices body_encoder(api::ResponseMeta meta, const Parsed&) {
     meta.id = anthropic::message_id(meta.id);
-    return [meta = std::move(meta)](const std::vector<openai::ChoiceOutput>& choices,
+    return [meta = std::move(meta)](const std::vector<api::ChoiceOutput>& choices,
                                     const Usage& usage) {
       return anthropic::encode_message(meta, choices, usage);
     };
@@ -291,14 +294,14 @@ struct ResponsesEndpoint {
     std::size_t previous_messages = 0;  // inserted from `previous` at conversation_start()
   };
   static constexpr std::string_view kIdPrefix = "resp";
-  static openai::ApiResult<Parsed> parse(std::string_view body) {
+  static api::ApiResult<Parsed> parse(std::string_view body) {
     auto parsed = responses::parse_responses_request(body);
     if (!parsed) return parsed.error();
     return Parsed{std::move(*parsed)};
   }
   // The previous response's conversation goes after the new instructions (OpenAI does not carry
   // instructions over), so the prompt repeats its prefix and the prefix cache serves it.
-  static std::optional<openai::ApiError> prepare(ServerCore& core, Parsed& parsed) {
+  static std::optional<api::ApiError> prepare(ServerCore& core, Parsed& parsed) {
     parsed.store = &core.responses;
     parsed.owner = core.keys.enabled() ? parsed.client : std::string();
     const std::optional<std::string>& previous_id = parsed.settings.previous_response_id;
@@ -307,7 +310,7 @@ struct ResponsesEndpoint {
     if (!parsed.previous) {
       return responses::response_not_found(*previous_id, "previous_response_id");
     }
-    std::vector<openai::ChatMessage> earlier = responses::conversation_of(*parsed.previous);
+    std::vector<api::ChatMessage> earlier = responses::conversation_of(*parsed.previous);
     parsed.previous_messages = earlier.size();
     const auto at =
         parsed.messages.begin() + static_cast<std::ptrdiff_t>(parsed.conversation_start());
@@ -322,7 +325,7 @@ struct ResponsesEndpoint {
   static responses::ResponseFinished saver(const Parsed& parsed) {
     if (!parsed.settings.store || parsed.store == nullptr) return nullptr;
     const std::size_t own_start = parsed.conversation_start() + parsed.previous_messages;
-    std::vector<openai::ChatMessage> turn(
+    std::vector<api::ChatMessage> turn(
         parsed.messages.begin() + static_cast<std::ptrdiff_t>(own_start), parsed.messages.end());
     return [store = parsed.store, owner = parsed.owner, previous = parsed.previous,
             turn = std::move(turn)](const std::string& id, const std::string& json,
@@ -332,17 +335,17 @@ struct ResponsesEndpoint {
                  responses::StoredResponse{json, std::move(turn), std::move(previous)});
     };
   }
-  static responses::ResponsesStreamEncoder chunk_encoder(openai::ResponseMeta meta,
+  static responses::ResponsesStreamEncoder chunk_encoder(api::ResponseMeta meta,
                                                          const Parsed& parsed) {
     meta.id = responses::response_id(meta.id);
     return responses::ResponsesStreamEncoder(std::move(meta), parsed.settings, saver(parsed));
   }
-  static EncodeChoices body_encoder(openai::ResponseMeta meta, const Parsed& parsed) {
+  static EncodeChoices body_encoder(api::ResponseMeta meta, const Parsed& parsed) {
     meta.id = responses::response_id(meta.id);
     return [meta = std::move(meta), settings = parsed.settings, save = saver(parsed)](
-               const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
-      const openai::ChoiceOutput empty;
-      const openai::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
+               const std::vector<api::ChoiceOutput>& choices, const Usage& usage) {
+      const api::ChoiceOutput empty;
+      const api::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
       const std::vector<responses::OutputItem> output = responses::output_items(choice);
       const responses::ResponseState state{responses::finished_status(choice.finish_reason),
                                            &output, &usage};
@@ -365,7 +368,7 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
   parsed->client = client_of(core, stream, request);
   // A door that needs the server's state before it starts (the Responses store).
   if constexpr (requires { Kind::prepare(core, *parsed); }) {
-    if (std::optional<openai::ApiError> error = Kind::prepare(core, *parsed)) {
+    if (std::optional<api::ApiError> error = Kind::prepare(core, *parsed)) {
       co_return co_await send_reply(core, stream, request, record,
                                     Reply::error(*error, true, encode_error));
     }
@@ -378,7 +381,7 @@ awaitable<bool> generate(ServerCore& core, beast::tcp_stream& stream, beast::fla
                                   Reply::error(started->error(), true, encode_error));
   }
   record.model = model_id;
-  openai::ResponseMeta meta{openai::make_response_id(Kind::kIdPrefix), unix_now(), model_id};
+  api::ResponseMeta meta{api::make_response_id(Kind::kIdPrefix), unix_now(), model_id};
   std::unique_ptr<GenerationStream> generation = std::move(started->value());
   if (parsed->stream) {
     auto encoder = Kind::chunk_encoder(std::move(meta), *parsed);
@@ -432,7 +435,7 @@ const EndpointHandler responses_handler{nullptr, &generate<ResponsesEndpoint>};
 const EndpointHandler stored_response_handler{&stored_response, nullptr};
 const EndpointHandler delete_response_handler{&delete_response, nullptr};
 
-Reply Reply::error(const openai::ApiError& error, bool keep_alive, ErrorEncoder encode) {
+Reply Reply::error(const api::ApiError& error, bool keep_alive, ErrorEncoder encode) {
   return Reply{error.status, encode(error), "application/json", error.retry_after_s, keep_alive};
 }
 
@@ -468,9 +471,8 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
         core.keys.check(request[http::field::authorization], request["x-api-key"]);
     if (verdict != ApiKeys::Verdict::allowed) {
       // A named local: GCC mishandles a ?: temporary that lives across a co_await.
-      const openai::ApiError error = verdict == ApiKeys::Verdict::missing
-                                         ? openai::missing_api_key()
-                                         : openai::invalid_api_key();
+      const api::ApiError error =
+          verdict == ApiKeys::Verdict::missing ? api::missing_api_key() : api::invalid_api_key();
       co_return co_await send_reply(core, stream, request, record,
                                     Reply::error(error, true, encode_error));
     }
@@ -478,8 +480,7 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
   // Only JSON bodies: this also shuts the browser's cross-site form post out.
   if (request.method() == http::verb::post && !request.body().empty() &&
       !is_json_content_type(request[http::field::content_type])) {
-    const openai::ApiError error =
-        openai::unsupported_media_type(request[http::field::content_type]);
+    const api::ApiError error = api::unsupported_media_type(request[http::field::content_type]);
     co_return co_await send_reply(core, stream, request, record,
                                   Reply::error(error, true, encode_error));
   }
@@ -547,8 +548,8 @@ awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_bu
     }
     RequestRecord record;
     if (!host_header_valid(parser.get())) {
-      const openai::ApiError error{400, "An HTTP/1.1 request needs exactly one Host header",
-                                   "invalid_request_error", "", "bad_request"};
+      const api::ApiError error{400, "An HTTP/1.1 request needs exactly one Host header",
+                                "invalid_request_error", "", "bad_request"};
       co_await send_reply(core, stream, parser.get(), record, Reply::error(error, false));
       break;
     }
@@ -556,7 +557,7 @@ awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_bu
     if (content_length && *content_length > config.limits.max_body_bytes) {
       co_await send_reply(
           core, stream, parser.get(), record,
-          Reply::error(openai::request_too_large(config.limits.max_body_bytes), false));
+          Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
       break;
     }
     if (!parser.is_done()) {
@@ -576,7 +577,7 @@ awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_bu
         if (body_ec == http::error::body_limit) {
           co_await send_reply(
               core, stream, parser.get(), record,
-              Reply::error(openai::request_too_large(config.limits.max_body_bytes), false));
+              Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
         } else {
           co_await reply_to_read_error(core, stream, body_ec, true);
         }

@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "service/api/api_error.h"
+#include "service/api/chat_request.h"
+#include "service/api/completion_request.h"
+#include "service/api/tokenize_request.h"
 #include "service/generation_stream.h"
-#include "service/openai/api_error.h"
-#include "service/openai/chat_request.h"
-#include "service/openai/completion_request.h"
-#include "service/openai/tokenize_request.h"
 
 namespace tern::service {
 
@@ -91,15 +91,14 @@ class ModelService {
   // against the context and queues it. `model_id` receives the name to echo in responses.
   // Choices are numbered prompt * n + i; with `echo`, a completion's first delta per choice is
   // its prompt text. Stop strings are trimmed by the implementation, not by the server.
-  virtual openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
-      const openai::ChatCompletionRequest& request, std::string& model_id) = 0;
-  virtual openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
-      const openai::CompletionRequest& request, std::string& model_id) = 0;
+  virtual api::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
+      const api::ChatRequest& request, std::string& model_id) = 0;
+  virtual api::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const api::CompletionRequest& request, std::string& model_id) = 0;
 
   // Counts up to the model's context length; a longer text is 400 context_length_exceeded.
-  virtual openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) = 0;
-  virtual openai::ApiResult<DetokenizeResult> detokenize(
-      const openai::DetokenizeRequest& request) = 0;
+  virtual api::ApiResult<TokenizeResult> tokenize(const api::TokenizeRequest& request) = 0;
+  virtual api::ApiResult<DetokenizeResult> detokenize(const api::DetokenizeRequest& request) = 0;
 };
 
 }  // namespace tern::service

@@ -75,7 +75,7 @@ std::optional<std::string_view> match_path(std::string_view pattern, std::string
 
 }  // namespace
 
-openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target) {
+api::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
   // A trailing slash is a common slip; /v1/models/ means /v1/models.
   if (path.size() > 1 && path.ends_with('/')) path.remove_suffix(1);
@@ -91,8 +91,8 @@ openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_v
     }
     return RouteMatch{&route, percent_decode(*parameter)};
   }
-  if (path_known) return openai::method_not_allowed(method, path);
-  return openai::route_not_found(method, path);
+  if (path_known) return api::method_not_allowed(method, path);
+  return api::route_not_found(method, path);
 }
 
 std::span<const Route> routes() {

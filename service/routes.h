@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
 namespace tern::service {
 
@@ -40,7 +40,7 @@ struct RouteMatch {
 
 // Method + path (the query string is ignored) to its row, else 404 for an unknown path or 405
 // for a known path with another method, both in OpenAI's shape.
-openai::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target);
+api::ApiResult<RouteMatch> match_route(std::string_view method, std::string_view target);
 
 // The error shape for a request that matched no row: that of the endpoints under whose path it
 // falls (a wrong method or path under /v1/messages answers in Anthropic's shape).

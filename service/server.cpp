@@ -280,8 +280,8 @@ struct Server::Impl : ServerCore {
   // /health or /ready probe is answered instead, so a connection flood cannot fail it.
   awaitable<void> reject(tcp::socket socket) {
     static const std::string kResponse = [] {
-      const std::string body = openai::encode_error(
-          openai::service_unavailable("The server is at its connection limit", 1));
+      const std::string body =
+          api::encode_error(api::service_unavailable("The server is at its connection limit", 1));
       return fmt::format(
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
           "Content-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{}",

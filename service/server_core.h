@@ -30,10 +30,10 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include "service/api/response_common.h"
 #include "service/api_keys.h"
 #include "service/config.h"
 #include "service/model_service.h"
-#include "service/openai/response_common.h"
 #include "service/preparation_queue.h"
 #include "service/responses/response_store.h"
 #include "service/routes.h"
@@ -73,9 +73,9 @@ struct RequestRecord {
   std::string_view reason;  // why the server ended a response early: slow_client, drain_timeout
 };
 
-// An error body in one API's shape: openai::encode_error, or anthropic::error_body on the
+// An error body in one API's shape: api::encode_error, or anthropic::error_body on the
 // Anthropic endpoints.
-using ErrorEncoder = std::string (*)(const openai::ApiError&);
+using ErrorEncoder = std::string (*)(const api::ApiError&);
 
 // A complete, non-streamed answer, as handlers return it; the session writes it.
 struct Reply {
@@ -86,8 +86,8 @@ struct Reply {
   bool keep_alive = true;
 
   static Reply json(std::string body, int status = 200) { return Reply{status, std::move(body)}; }
-  static Reply error(const openai::ApiError& error, bool keep_alive = true,
-                     ErrorEncoder encode = &openai::encode_error);
+  static Reply error(const api::ApiError& error, bool keep_alive = true,
+                     ErrorEncoder encode = &api::encode_error);
 };
 
 struct StreamState;  // stream_writer.cpp

@@ -129,7 +129,7 @@ struct StreamState {
   bool waiting_for_room = false;
   bool client_gone = false;
   bool write_failed = false;
-  std::optional<openai::ApiError> error;
+  std::optional<api::ApiError> error;
   Usage usage;
 };
 
@@ -176,7 +176,7 @@ awaitable<void> pump(StreamState& generation, OnEvent on_event, bool streaming) 
     if (generation.cut && !generation.finished) {
       GenerationEvent shutdown;
       shutdown.kind = GenerationEvent::Kind::error;
-      shutdown.error = openai::service_unavailable(
+      shutdown.error = api::service_unavailable(
           "The server is shutting down: its drain timeout ended this request");
       on_event(shutdown);
       generation.source.cancel();
@@ -219,7 +219,7 @@ awaitable<void> pump(StreamState& generation, OnEvent on_event, bool streaming) 
 // Sends what the pump queued, as HTTP chunks; a comment line keeps an idle stream (a long
 // prefill) alive. Returns when everything up to [DONE] is out, or when a write fails.
 awaitable<void> write_events(const ServerConfig& config, beast::tcp_stream& stream,
-                             StreamState& generation, openai::ChunkEncoder& encoder, bool chunked) {
+                             StreamState& generation, api::ChunkEncoder& encoder, bool chunked) {
   auto last_write = Clock::now();
   const auto keepalive = seconds(config.timeouts.sse_keepalive_s);
   for (;;) {
@@ -320,7 +320,7 @@ void finish_generation(ServerCore& core, StreamState& generation, RequestRecord&
 awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
                               beast::flat_buffer& buffer, const Request& request,
                               RequestRecord& record, GenerationStream& source,
-                              openai::ChunkEncoder& encoder) {
+                              api::ChunkEncoder& encoder) {
   const ServerConfig& config = core.config;
   const bool chunked = request.version() >= 11;
   http::response<http::empty_body> response{http::status::ok, request.version()};
@@ -393,8 +393,8 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
   StreamState generation(source, executor, core.config, core.metrics,
                          core.metrics.histograms(record.model), record.start);
   const OpenStreamState listed(core, generation);
-  std::vector<openai::ChoiceOutput> choices;
-  auto choice = [&](int index) -> openai::ChoiceOutput& {
+  std::vector<api::ChoiceOutput> choices;
+  auto choice = [&](int index) -> api::ChoiceOutput& {
     const std::size_t slot = index < 0 ? 0 : static_cast<std::size_t>(index);
     if (choices.size() <= slot) choices.resize(slot + 1);
     return choices[slot];
@@ -404,7 +404,7 @@ awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stre
       case GenerationEvent::Kind::delta:
       case GenerationEvent::Kind::finish: {
         if (has_output(event)) generation.saw_tokens(Clock::now());
-        openai::ChoiceOutput& output = choice(event.index);
+        api::ChoiceOutput& output = choice(event.index);
         if (output.logprobs.empty() && !event.logprobs.empty()) {
           output.logprobs_text_offset = output.text.size();
         }

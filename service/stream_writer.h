@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "service/api/chunk_encoder.h"
 #include "service/server_core.h"
 
 namespace tern::service::detail {
@@ -17,15 +18,15 @@ namespace tern::service::detail {
 awaitable<bool> stream_events(ServerCore& core, beast::tcp_stream& stream,
                               beast::flat_buffer& buffer, const Request& request,
                               RequestRecord& record, GenerationStream& source,
-                              openai::ChunkEncoder& encoder);
+                              api::ChunkEncoder& encoder);
 
 // Collects a whole generation for one JSON body. nullopt when the client left.
 using EncodeChoices =
-    std::function<std::string(const std::vector<openai::ChoiceOutput>&, const Usage&)>;
+    std::function<std::string(const std::vector<api::ChoiceOutput>&, const Usage&)>;
 awaitable<std::optional<Reply>> collect_events(ServerCore& core, beast::tcp_stream& stream,
                                                beast::flat_buffer& buffer, RequestRecord& record,
                                                GenerationStream& source, EncodeChoices encode,
-                                               ErrorEncoder encode_error = &openai::encode_error);
+                                               ErrorEncoder encode_error = &api::encode_error);
 
 // The drain timeout ran out: every open generation ends with an error event. Returns how many.
 std::size_t cut_open_generations(ServerCore& core);

@@ -5,63 +5,63 @@
 
 #include <fmt/format.h>
 
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
 namespace tern::service::anthropic {
 namespace {
 
-using openai::ChatMessage;
-using openai::ChatRole;
-using openai::invalid_request;
+using api::ChatMessage;
+using api::ChatRole;
+using api::invalid_request;
 
 // The ids of the tool_use blocks seen so far: a tool_result must answer one of them.
 using ToolUseIds = std::set<std::string, std::less<>>;
 
-ChatMessage message_of(ChatRole role, std::string text) {
-  ChatMessage message;
+api::ChatMessage message_of(api::ChatRole role, std::string text) {
+  api::ChatMessage message;
   message.role = role;
   message.content = std::move(text);
   return message;
 }
 
 // A content block's fields and its `type`.
-json::Check read_block(const json::element& value, const std::string& param, json::object& fields,
-                       std::string_view& type) {
+api::json::Check read_block(const api::json::element& value, const std::string& param,
+                            api::json::object& fields, std::string_view& type) {
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type(param, "object", value);
+    return api::json::wrong_type(param, "object", value);
   }
   if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-    return invalid_request(param + ".type", "Each content block needs a string 'type'",
-                           "missing_required_parameter");
+    return api::invalid_request(param + ".type", "Each content block needs a string 'type'",
+                                "missing_required_parameter");
   }
   return std::nullopt;
 }
 
 // The 400 for a block type this place does not take. Images and documents get their own
 // message: the model cannot see them, and silently dropping them would answer another question.
-openai::ApiError unsupported_block(const std::string& param, std::string_view type,
-                                   std::string_view where) {
+api::ApiError unsupported_block(const std::string& param, std::string_view type,
+                                std::string_view where) {
   if (type == "image" || type == "document") {
-    return invalid_request(param + ".type",
-                           fmt::format("Content blocks of type '{}' are not supported: tern "
-                                       "serves text-only models (no vision or documents)",
-                                       type),
-                           "invalid_value");
+    return api::invalid_request(param + ".type",
+                                fmt::format("Content blocks of type '{}' are not supported: tern "
+                                            "serves text-only models (no vision or documents)",
+                                            type),
+                                "invalid_value");
   }
-  return invalid_request(
+  return api::invalid_request(
       param + ".type", fmt::format("Content blocks of type '{}' are not supported {}", type, where),
       "invalid_value");
 }
 
-json::Check read_required_string(json::object& fields, std::string_view name,
-                                 const std::string& param, std::string& out) {
-  json::element value;
+api::json::Check read_required_string(api::json::object& fields, std::string_view name,
+                                      const std::string& param, std::string& out) {
+  api::json::element value;
   if (fields[name].get(value) != simdjson::SUCCESS) {
-    return invalid_request(fmt::format("{}.{}", param, name),
-                           fmt::format("Missing required field '{}'", name),
-                           "missing_required_parameter");
+    return api::invalid_request(fmt::format("{}.{}", param, name),
+                                fmt::format("Missing required field '{}'", name),
+                                "missing_required_parameter");
   }
-  return json::read_string(value, fmt::format("{}.{}", param, name), out);
+  return api::json::read_string(value, fmt::format("{}.{}", param, name), out);
 }
 
 void append_line(std::string& text, std::string_view more, bool& has_text) {
@@ -71,86 +71,88 @@ void append_line(std::string& text, std::string_view more, bool& has_text) {
 }
 
 // A string, or text blocks joined with "\n" (system prompts, tool results).
-json::Check read_text(const json::element& value, const std::string& param, std::string& out,
-                      std::string_view where) {
+api::json::Check read_text(const api::json::element& value, const std::string& param,
+                           std::string& out, std::string_view where) {
   std::string_view text;
   if (value.get_string().get(text) == simdjson::SUCCESS) {
     out = text;
     return std::nullopt;
   }
-  json::array blocks;
+  api::json::array blocks;
   if (value.get_array().get(blocks) != simdjson::SUCCESS) {
-    return json::wrong_type(param, "string or array of text blocks", value);
+    return api::json::wrong_type(param, "string or array of text blocks", value);
   }
   out.clear();
   bool has_text = false;
   std::size_t index = 0;
-  for (json::element block : blocks) {
+  for (api::json::element block : blocks) {
     const std::string block_param = fmt::format("{}[{}]", param, index++);
-    json::object fields;
+    api::json::object fields;
     std::string_view type;
-    if (json::Check error = read_block(block, block_param, fields, type)) return error;
+    if (api::json::Check error = read_block(block, block_param, fields, type)) return error;
     if (type != "text") return unsupported_block(block_param, type, where);
     std::string part;
-    if (json::Check error = read_required_string(fields, "text", block_param, part)) return error;
+    if (api::json::Check error = read_required_string(fields, "text", block_param, part))
+      return error;
     append_line(out, part, has_text);
   }
   return std::nullopt;
 }
 
 // {"id","type":"function","function":{"name","arguments"}}, arguments as JSON text.
-json::Check write_tool_call(json::object& fields, const std::string& param,
-                            openai::JsonWriter& calls, ToolUseIds& tool_use_ids) {
+api::json::Check write_tool_call(api::json::object& fields, const std::string& param,
+                                 api::JsonWriter& calls, ToolUseIds& tool_use_ids) {
   std::string id;
   std::string name;
-  if (json::Check error = read_required_string(fields, "id", param, id)) return error;
+  if (api::json::Check error = read_required_string(fields, "id", param, id)) return error;
   tool_use_ids.insert(id);
-  if (json::Check error = read_required_string(fields, "name", param, name)) return error;
-  json::element input;
+  if (api::json::Check error = read_required_string(fields, "name", param, name)) return error;
+  api::json::element input;
   if (fields["input"].get(input) != simdjson::SUCCESS) {
-    return invalid_request(param + ".input", "Missing required field 'input'",
-                           "missing_required_parameter");
+    return api::invalid_request(param + ".input", "Missing required field 'input'",
+                                "missing_required_parameter");
   }
-  if (!input.is_object()) return json::wrong_type(param + ".input", "object", input);
+  if (!input.is_object()) return api::json::wrong_type(param + ".input", "object", input);
   calls.begin_object().field("id", id).field("type", "function").key("function").begin_object();
-  calls.field("name", name).field("arguments", json::to_json(input)).end_object().end_object();
+  calls.field("name", name).field("arguments", api::json::to_json(input)).end_object().end_object();
   return std::nullopt;
 }
 
-json::Check read_assistant_blocks(const json::array& blocks, const std::string& param,
-                                  std::vector<ChatMessage>& messages, ToolUseIds& tool_use_ids) {
-  ChatMessage message;
-  message.role = ChatRole::assistant;
+api::json::Check read_assistant_blocks(const api::json::array& blocks, const std::string& param,
+                                       std::vector<api::ChatMessage>& messages,
+                                       ToolUseIds& tool_use_ids) {
+  api::ChatMessage message;
+  message.role = api::ChatRole::assistant;
   std::string text;
   bool has_text = false;
   bool has_reasoning = false;
   std::string calls_json;
-  openai::JsonWriter calls(calls_json);
+  api::JsonWriter calls(calls_json);
   calls.begin_array();
   bool has_calls = false;
   std::size_t index = 0;
-  for (json::element block : blocks) {
+  for (api::json::element block : blocks) {
     const std::string block_param = fmt::format("{}[{}]", param, index++);
-    json::object fields;
+    api::json::object fields;
     std::string_view type;
-    if (json::Check error = read_block(block, block_param, fields, type)) return error;
+    if (api::json::Check error = read_block(block, block_param, fields, type)) return error;
     if (type == "text") {
       std::string part;
-      if (json::Check error = read_required_string(fields, "text", block_param, part)) {
+      if (api::json::Check error = read_required_string(fields, "text", block_param, part)) {
         return error;
       }
       append_line(text, part, has_text);
     } else if (type == "thinking") {
       // The signature only proves the thinking came from Anthropic's API; nothing to check here.
       std::string part;
-      if (json::Check error = read_required_string(fields, "thinking", block_param, part)) {
+      if (api::json::Check error = read_required_string(fields, "thinking", block_param, part)) {
         return error;
       }
       append_line(message.reasoning_content, part, has_reasoning);
     } else if (type == "redacted_thinking") {
       continue;  // encrypted by Anthropic: no text a template could show
     } else if (type == "tool_use") {
-      if (json::Check error = write_tool_call(fields, block_param, calls, tool_use_ids)) {
+      if (api::json::Check error = write_tool_call(fields, block_param, calls, tool_use_ids)) {
         return error;
       }
       has_calls = true;
@@ -166,42 +168,43 @@ json::Check read_assistant_blocks(const json::array& blocks, const std::string& 
   return std::nullopt;
 }
 
-json::Check read_user_blocks(const json::array& blocks, const std::string& param,
-                             std::vector<ChatMessage>& messages, const ToolUseIds& tool_use_ids) {
+api::json::Check read_user_blocks(const api::json::array& blocks, const std::string& param,
+                                  std::vector<api::ChatMessage>& messages,
+                                  const ToolUseIds& tool_use_ids) {
   std::string text;
   bool has_text = false;
   bool wrote_any = false;
   auto flush_text = [&] {
     if (!has_text) return;
-    messages.push_back(message_of(ChatRole::user, std::move(text)));
+    messages.push_back(message_of(api::ChatRole::user, std::move(text)));
     text.clear();
     has_text = false;
     wrote_any = true;
   };
   std::size_t index = 0;
-  for (json::element block : blocks) {
+  for (api::json::element block : blocks) {
     const std::string block_param = fmt::format("{}[{}]", param, index++);
-    json::object fields;
+    api::json::object fields;
     std::string_view type;
-    if (json::Check error = read_block(block, block_param, fields, type)) return error;
+    if (api::json::Check error = read_block(block, block_param, fields, type)) return error;
     if (type == "text") {
       std::string part;
-      if (json::Check error = read_required_string(fields, "text", block_param, part)) {
+      if (api::json::Check error = read_required_string(fields, "text", block_param, part)) {
         return error;
       }
       append_line(text, part, has_text);
     } else if (type == "tool_result") {
       flush_text();
-      ChatMessage result;
-      result.role = ChatRole::tool;
-      if (json::Check error =
+      api::ChatMessage result;
+      result.role = api::ChatRole::tool;
+      if (api::json::Check error =
               read_required_string(fields, "tool_use_id", block_param, result.tool_call_id)) {
         return error;
       }
       std::string content;
-      json::element value;
+      api::json::element value;
       if (fields["content"].get(value) == simdjson::SUCCESS && !value.is_null()) {
-        if (json::Check error =
+        if (api::json::Check error =
                 read_text(value, block_param + ".content", content, "in a tool result")) {
           return error;
         }
@@ -209,11 +212,12 @@ json::Check read_user_blocks(const json::array& blocks, const std::string& param
       // Anthropic's API refuses a result that answers no call; rendered, it would tell the model
       // of a call it never made.
       if (!tool_use_ids.contains(result.tool_call_id)) {
-        return invalid_request(block_param + ".tool_use_id",
-                               fmt::format("tool_result block answers tool_use_id '{}', which no "
-                                           "earlier tool_use block has",
-                                           result.tool_call_id),
-                               "invalid_value");
+        return api::invalid_request(
+            block_param + ".tool_use_id",
+            fmt::format("tool_result block answers tool_use_id '{}', which no "
+                        "earlier tool_use block has",
+                        result.tool_call_id),
+            "invalid_value");
       }
       result.content = std::move(content);
       messages.push_back(std::move(result));
@@ -223,21 +227,21 @@ json::Check read_user_blocks(const json::array& blocks, const std::string& param
     }
   }
   flush_text();
-  if (!wrote_any) messages.push_back(message_of(ChatRole::user, std::string()));
+  if (!wrote_any) messages.push_back(message_of(api::ChatRole::user, std::string()));
   return std::nullopt;
 }
 
-json::Check read_message(const json::element& value, std::size_t index,
-                         std::vector<ChatMessage>& messages, ToolUseIds& tool_use_ids) {
+api::json::Check read_message(const api::json::element& value, std::size_t index,
+                              std::vector<api::ChatMessage>& messages, ToolUseIds& tool_use_ids) {
   const std::string param = fmt::format("messages[{}]", index);
-  json::object fields;
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type(param, "object", value);
+    return api::json::wrong_type(param, "object", value);
   }
   std::string role;
-  if (json::Check error = read_required_string(fields, "role", param, role)) return error;
+  if (api::json::Check error = read_required_string(fields, "role", param, role)) return error;
   if (role != "user" && role != "assistant") {
-    return invalid_request(
+    return api::invalid_request(
         param + ".role",
         fmt::format("Invalid role '{}': expected user or assistant (the system prompt goes in "
                     "the top-level 'system' field)",
@@ -245,21 +249,21 @@ json::Check read_message(const json::element& value, std::size_t index,
         "invalid_value");
   }
   const bool assistant = role == "assistant";
-  json::element content;
+  api::json::element content;
   if (fields["content"].get(content) != simdjson::SUCCESS) {
-    return invalid_request(param + ".content", "Each message needs 'content'",
-                           "missing_required_parameter");
+    return api::invalid_request(param + ".content", "Each message needs 'content'",
+                                "missing_required_parameter");
   }
   const std::string content_param = param + ".content";
   std::string_view text;
   if (content.get_string().get(text) == simdjson::SUCCESS) {
     messages.push_back(
-        message_of(assistant ? ChatRole::assistant : ChatRole::user, std::string(text)));
+        message_of(assistant ? api::ChatRole::assistant : api::ChatRole::user, std::string(text)));
     return std::nullopt;
   }
-  json::array blocks;
+  api::json::array blocks;
   if (content.get_array().get(blocks) != simdjson::SUCCESS) {
-    return json::wrong_type(content_param, "string or array of content blocks", content);
+    return api::json::wrong_type(content_param, "string or array of content blocks", content);
   }
   return assistant ? read_assistant_blocks(blocks, content_param, messages, tool_use_ids)
                    : read_user_blocks(blocks, content_param, messages, tool_use_ids);
@@ -267,26 +271,29 @@ json::Check read_message(const json::element& value, std::size_t index,
 
 }  // namespace
 
-json::Check read_system(const json::element& value, std::vector<ChatMessage>& messages) {
+api::json::Check read_system(const api::json::element& value,
+                             std::vector<api::ChatMessage>& messages) {
   std::string text;
-  if (json::Check error = read_text(value, "system", text, "in the system prompt")) return error;
-  if (!text.empty()) messages.push_back(message_of(ChatRole::system, std::move(text)));
+  if (api::json::Check error = read_text(value, "system", text, "in the system prompt"))
+    return error;
+  if (!text.empty()) messages.push_back(message_of(api::ChatRole::system, std::move(text)));
   return std::nullopt;
 }
 
-json::Check read_messages(const json::element& value, std::vector<ChatMessage>& messages) {
-  json::array items;
+api::json::Check read_messages(const api::json::element& value,
+                               std::vector<api::ChatMessage>& messages) {
+  api::json::array items;
   if (value.get_array().get(items) != simdjson::SUCCESS) {
-    return json::wrong_type("messages", "array", value);
+    return api::json::wrong_type("messages", "array", value);
   }
   if (items.size() == 0) {
-    return invalid_request("messages", "'messages' must contain at least one message",
-                           "invalid_value");
+    return api::invalid_request("messages", "'messages' must contain at least one message",
+                                "invalid_value");
   }
   ToolUseIds tool_use_ids;
   std::size_t index = 0;
-  for (json::element item : items) {
-    if (json::Check error = read_message(item, index++, messages, tool_use_ids)) return error;
+  for (api::json::element item : items) {
+    if (api::json::Check error = read_message(item, index++, messages, tool_use_ids)) return error;
   }
   return std::nullopt;
 }

@@ -4,21 +4,23 @@
 // assistant turns made of content blocks) in the chat form the templates render.
 #include <vector>
 
-#include "service/openai/chat_request.h"
-#include "service/openai/json_reader.h"
+#include "service/api/chat_request.h"
+#include "service/api/json_reader.h"
 
 namespace tern::service::anthropic {
 
-namespace json = openai::json;
+namespace json = api::json;
 
 // `system`, a string or text blocks, as one system message; nothing for an empty one.
-json::Check read_system(const json::element& value, std::vector<openai::ChatMessage>& messages);
+api::json::Check read_system(const api::json::element& value,
+                             std::vector<api::ChatMessage>& messages);
 
 // `messages`, appended. In an assistant turn, text blocks become its content, thinking blocks
 // its reasoning_content and tool_use blocks its tool_calls (OpenAI-shaped, as templates expect).
 // In a user turn, each tool_result becomes a tool message and the text around them user
 // messages, in their order; a tool_result must answer a tool_use of an earlier turn. Images and
 // documents are refused: tern has no vision.
-json::Check read_messages(const json::element& value, std::vector<openai::ChatMessage>& messages);
+api::json::Check read_messages(const api::json::element& value,
+                               std::vector<api::ChatMessage>& messages);
 
 }  // namespace tern::service::anthropic

@@ -1,6 +1,6 @@
 #include "service/anthropic/messages_error.h"
 
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
 namespace tern::service::anthropic {
 
@@ -24,11 +24,11 @@ std::string_view error_type(int status) {
   }
 }
 
-std::string error_body(const openai::ApiError& error) {
+std::string error_body(const api::ApiError& error) {
   std::string message = error.param.empty() ? error.message : error.param + ": " + error.message;
   std::string out;
   out.reserve(64 + message.size());
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "error").key("error").begin_object();
   json.field("type", error_type(error.status)).field("message", message);
   json.end_object().end_object();

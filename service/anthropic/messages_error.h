@@ -5,17 +5,17 @@
 #include <string>
 #include <string_view>
 
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
 namespace tern::service::anthropic {
 
 // invalid_request_error, authentication_error, permission_error, not_found_error,
-// request_too_large, rate_limit_error, overloaded_error (503: the server's overload status,
+// api::request_too_large, rate_limit_error, overloaded_error (503: the server's overload status,
 // which load balancers understand, where Anthropic's API uses 529) or api_error.
 std::string_view error_type(int status);
 
 // The whole body. The message starts with the offending field, when there is one, since
 // Anthropic's shape has no `param`.
-std::string error_body(const openai::ApiError& error);
+std::string error_body(const api::ApiError& error);
 
 }  // namespace tern::service::anthropic

@@ -5,71 +5,71 @@
 #include <fmt/format.h>
 
 #include "service/anthropic/conversation.h"
-#include "service/openai/json_writer.h"
-#include "service/openai/structured_output_fields.h"
-#include "service/openai/unimplemented_fields.h"
+#include "service/api/json_writer.h"
+#include "service/api/structured_output_fields.h"
 
 namespace tern::service::anthropic {
 namespace {
 
-using openai::ChatCompletionRequest;
-using openai::invalid_request;
-using openai::not_implemented;
+using api::ChatRequest;
+using api::invalid_request;
+using api::not_implemented;
 
 enum class Door { messages, count_tokens };
 
 // Anthropic's custom tools as OpenAI function tools, the shape chat templates read:
 // {"type":"function","function":{"name","description","parameters":input_schema}}.
-json::Check read_tools(const json::element& value, std::string& tools_json) {
-  json::array tools;
+api::json::Check read_tools(const api::json::element& value, std::string& tools_json) {
+  api::json::array tools;
   if (value.get_array().get(tools) != simdjson::SUCCESS) {
-    return json::wrong_type("tools", "array", value);
+    return api::json::wrong_type("tools", "array", value);
   }
   std::string out;
-  openai::JsonWriter writer(out);
+  api::JsonWriter writer(out);
   writer.begin_array();
   std::size_t index = 0;
-  for (json::element tool : tools) {
+  for (api::json::element tool : tools) {
     const std::string param = fmt::format("tools[{}]", index++);
-    json::object fields;
+    api::json::object fields;
     if (tool.get_object().get(fields) != simdjson::SUCCESS) {
-      return json::wrong_type(param, "object", tool);
+      return api::json::wrong_type(param, "object", tool);
     }
     std::string_view type = "custom";
-    json::element type_value;
+    api::json::element type_value;
     if (fields["type"].get(type_value) == simdjson::SUCCESS && !type_value.is_null() &&
         type_value.get_string().get(type) != simdjson::SUCCESS) {
-      return json::wrong_type(param + ".type", "string", type_value);
+      return api::json::wrong_type(param + ".type", "string", type_value);
     }
     if (type != "custom") {
       // Server tools (web search, code execution, ...) run on Anthropic's side.
-      return not_implemented(param + ".type",
-                             fmt::format("Tools of type '{}' are not supported; tern takes custom "
-                                         "tools (name, description, input_schema)",
-                                         type));
+      return api::not_implemented(
+          param + ".type", fmt::format("Tools of type '{}' are not supported; tern takes custom "
+                                       "tools (name, description, input_schema)",
+                                       type));
     }
     std::string_view name;
     if (fields["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
-      return invalid_request(param + ".name", "Each tool needs a non-empty string 'name'",
-                             "missing_required_parameter");
+      return api::invalid_request(param + ".name", "Each tool needs a non-empty string 'name'",
+                                  "missing_required_parameter");
     }
-    json::element schema;
+    api::json::element schema;
     if (fields["input_schema"].get(schema) != simdjson::SUCCESS || !schema.is_object()) {
-      return invalid_request(param + ".input_schema", "Each tool needs an object 'input_schema'",
-                             "missing_required_parameter");
+      return api::invalid_request(param + ".input_schema",
+                                  "Each tool needs an object 'input_schema'",
+                                  "missing_required_parameter");
     }
     writer.begin_object().field("type", "function").key("function").begin_object();
     writer.field("name", name);
     std::string_view description;
-    json::element description_value;
+    api::json::element description_value;
     if (fields["description"].get(description_value) == simdjson::SUCCESS &&
         !description_value.is_null()) {
       if (description_value.get_string().get(description) != simdjson::SUCCESS) {
-        return json::wrong_type(param + ".description", "string", description_value);
+        return api::json::wrong_type(param + ".description", "string", description_value);
       }
       writer.field("description", description);
     }
-    writer.key("parameters").raw(json::to_json(schema));
+    writer.key("parameters").raw(api::json::to_json(schema));
     writer.end_object().end_object();
   }
   writer.end_array();
@@ -77,11 +77,11 @@ json::Check read_tools(const json::element& value, std::string& tools_json) {
   return std::nullopt;
 }
 
-json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& request) {
+api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequest& request) {
   std::string& tool_choice_json = request.tool_choice_json;
-  json::object fields;
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("tool_choice", "object", value);
+    return api::json::wrong_type("tool_choice", "object", value);
   }
   bool disable_parallel = false;
   if (fields["disable_parallel_tool_use"].get_bool().get(disable_parallel) == simdjson::SUCCESS) {
@@ -89,8 +89,8 @@ json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& 
   }
   std::string_view type;
   if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-    return invalid_request("tool_choice.type", "'tool_choice' needs a string 'type'",
-                           "missing_required_parameter");
+    return api::invalid_request("tool_choice.type", "'tool_choice' needs a string 'type'",
+                                "missing_required_parameter");
   }
   if (type == "auto" || type == "none") {
     tool_choice_json = fmt::format("\"{}\"", type);
@@ -104,15 +104,15 @@ json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& 
   if (type == "tool") {
     std::string_view name;
     if (fields["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
-      return invalid_request("tool_choice.name", "'tool_choice' of type 'tool' needs a 'name'",
-                             "missing_required_parameter");
+      return api::invalid_request("tool_choice.name", "'tool_choice' of type 'tool' needs a 'name'",
+                                  "missing_required_parameter");
     }
     request.tool_call_required = true;
     request.required_tool.assign(name);
     tool_choice_json = "\"required\"";
     return std::nullopt;
   }
-  return invalid_request(
+  return api::invalid_request(
       "tool_choice.type",
       fmt::format("Invalid 'tool_choice' type '{}': expected auto, any, tool or none", type),
       "invalid_value");
@@ -120,15 +120,15 @@ json::Check read_tool_choice(const json::element& value, ChatCompletionRequest& 
 
 // thinking: {type: enabled, budget_tokens} | {type: adaptive} | {type: disabled}, passed to the
 // template as enable_thinking; the budget caps the reasoning tokens.
-json::Check read_thinking(const json::element& value, ChatCompletionRequest& request) {
-  json::object fields;
+api::json::Check read_thinking(const api::json::element& value, api::ChatRequest& request) {
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("thinking", "object", value);
+    return api::json::wrong_type("thinking", "object", value);
   }
   std::string_view type;
   if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-    return invalid_request("thinking.type", "'thinking' needs a string 'type'",
-                           "missing_required_parameter");
+    return api::invalid_request("thinking.type", "'thinking' needs a string 'type'",
+                                "missing_required_parameter");
   }
   if (type == "disabled") {
     request.chat_template_kwargs_json = R"({"enable_thinking":false})";
@@ -136,25 +136,25 @@ json::Check read_thinking(const json::element& value, ChatCompletionRequest& req
     return std::nullopt;
   }
   if (type != "enabled" && type != "adaptive") {
-    return invalid_request(
+    return api::invalid_request(
         "thinking.type",
         fmt::format("Invalid 'thinking' type '{}': expected enabled, adaptive or disabled", type),
         "invalid_value");
   }
   request.chat_template_kwargs_json = R"({"enable_thinking":true})";
   request.reasoning_budget_tokens.reset();
-  json::element budget;
+  api::json::element budget;
   const bool has_budget =
       fields["budget_tokens"].get(budget) == simdjson::SUCCESS && !budget.is_null();
   if (type == "enabled" && !has_budget) {
-    return invalid_request("thinking.budget_tokens",
-                           "'thinking' of type 'enabled' needs 'budget_tokens'",
-                           "missing_required_parameter");
+    return api::invalid_request("thinking.budget_tokens",
+                                "'thinking' of type 'enabled' needs 'budget_tokens'",
+                                "missing_required_parameter");
   }
   if (has_budget) {
     int tokens = 0;
-    if (json::Check error =
-            json::read_int(budget, "thinking.budget_tokens", 1, openai::kMaxTokensLimit, tokens)) {
+    if (api::json::Check error = api::json::read_int(budget, "thinking.budget_tokens", 1,
+                                                     api::kMaxTokensLimit, tokens)) {
       return error;
     }
     request.reasoning_budget_tokens = tokens;
@@ -162,25 +162,26 @@ json::Check read_thinking(const json::element& value, ChatCompletionRequest& req
   return std::nullopt;
 }
 
-json::Check read_stop_sequences(const json::element& value, std::vector<std::string>& stop) {
-  json::array items;
+api::json::Check read_stop_sequences(const api::json::element& value,
+                                     std::vector<std::string>& stop) {
+  api::json::array items;
   if (value.get_array().get(items) != simdjson::SUCCESS) {
-    return json::wrong_type("stop_sequences", "array of strings", value);
+    return api::json::wrong_type("stop_sequences", "array of strings", value);
   }
-  if (items.size() > static_cast<std::size_t>(openai::kMaxStopSequences)) {
-    return invalid_request("stop_sequences",
-                           fmt::format("At most {} stop sequences are allowed, got {}",
-                                       openai::kMaxStopSequences, items.size()),
-                           "invalid_value");
+  if (items.size() > static_cast<std::size_t>(api::kMaxStopSequences)) {
+    return api::invalid_request("stop_sequences",
+                                fmt::format("At most {} stop sequences are allowed, got {}",
+                                            api::kMaxStopSequences, items.size()),
+                                "invalid_value");
   }
   stop.clear();
   std::size_t index = 0;
-  for (json::element item : items) {
+  for (api::json::element item : items) {
     const std::string param = fmt::format("stop_sequences[{}]", index++);
     std::string text;
-    if (json::Check error = json::read_string(item, param, text)) return error;
+    if (api::json::Check error = api::json::read_string(item, param, text)) return error;
     if (text.empty()) {
-      return invalid_request(param, "Stop sequences must not be empty", "invalid_value");
+      return api::invalid_request(param, "Stop sequences must not be empty", "invalid_value");
     }
     stop.push_back(std::move(text));
   }
@@ -189,40 +190,41 @@ json::Check read_stop_sequences(const json::element& value, std::vector<std::str
 
 // output_config.format (and the older output_format) constrain the answer to a schema;
 // output_config.effort only tunes how hard Claude thinks, so it is accepted.
-json::Check read_output_config(const json::element& value, engine::grammar::GrammarSpec& spec) {
-  json::object fields;
+api::json::Check read_output_config(const api::json::element& value,
+                                    engine::grammar::GrammarSpec& spec) {
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("output_config", "object", value);
+    return api::json::wrong_type("output_config", "object", value);
   }
-  json::element format;
+  api::json::element format;
   if (fields["format"].get(format) == simdjson::SUCCESS && !format.is_null()) {
-    return openai::read_text_format(format, "output_config.format", spec);
+    return api::read_text_format(format, "output_config.format", spec);
   }
   return std::nullopt;
 }
 
 // MCP servers are called by Anthropic's API on the model's behalf; tern calls no tools itself.
-json::Check check_mcp_servers(const json::element& value) {
-  json::array servers;
+api::json::Check check_mcp_servers(const api::json::element& value) {
+  api::json::array servers;
   if (value.get_array().get(servers) != simdjson::SUCCESS) {
-    return json::wrong_type("mcp_servers", "array", value);
+    return api::json::wrong_type("mcp_servers", "array", value);
   }
   if (servers.size() == 0) return std::nullopt;
-  return not_implemented("mcp_servers", "'mcp_servers' is not supported: tern calls no tools");
+  return api::not_implemented("mcp_servers", "'mcp_servers' is not supported: tern calls no tools");
 }
 
-openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door) {
-  auto root = json::parse_object_body(body);
+api::ApiResult<api::ChatRequest> parse(std::string_view body, Door door) {
+  auto root = api::json::parse_object_body(body);
   if (!root) return root.error();
-  ChatCompletionRequest request;
-  std::vector<openai::ChatMessage> system;
+  api::ChatRequest request;
+  std::vector<api::ChatMessage> system;
   bool has_messages = false;
   bool has_max_tokens = false;
   for (auto [key, value] : *root) {
-    json::Check error;
+    api::json::Check error;
     if (value.is_null()) continue;  // null means "not given", as for OpenAI's door
     if (key == "model") {
-      error = json::read_string(value, key, request.model);
+      error = api::json::read_string(value, key, request.model);
     } else if (key == "messages") {
       error = read_messages(value, request.messages);
       has_messages = true;
@@ -230,29 +232,29 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
       error = read_system(value, system);
     } else if (key == "max_tokens") {
       int tokens = 0;
-      error = json::read_int(value, key, 1, openai::kMaxTokensLimit, tokens);
+      error = api::json::read_int(value, key, 1, api::kMaxTokensLimit, tokens);
       request.sampling.max_tokens = tokens;
       has_max_tokens = true;
     } else if (key == "stop_sequences") {
       error = read_stop_sequences(value, request.sampling.stop);
     } else if (key == "temperature") {
       double temperature = 0;
-      error = json::read_number(value, key, 0.0, 1.0, temperature);
+      error = api::json::read_number(value, key, 0.0, 1.0, temperature);
       request.sampling.temperature = temperature;
     } else if (key == "top_p") {
       double top_p = 0;
-      error = json::read_number(value, key, 0.0, 1.0, top_p);
+      error = api::json::read_number(value, key, 0.0, 1.0, top_p);
       if (!error && top_p <= 0.0) {
-        error = invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
-                                "invalid_value");
+        error = api::invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
+                                     "invalid_value");
       }
       request.sampling.top_p = top_p;
     } else if (key == "top_k") {
       int top_k = 0;
-      error = json::read_int(value, key, 0, std::numeric_limits<int>::max(), top_k);
+      error = api::json::read_int(value, key, 0, std::numeric_limits<int>::max(), top_k);
       request.sampling.top_k = top_k;
     } else if (key == "stream") {
-      error = json::read_bool(value, key, request.stream);
+      error = api::json::read_bool(value, key, request.stream);
     } else if (key == "tools") {
       error = read_tools(value, request.tools_json);
     } else if (key == "tool_choice") {
@@ -260,7 +262,7 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
     } else if (key == "thinking") {
       error = read_thinking(value, request);
     } else if (key == "output_format") {
-      error = openai::read_text_format(value, "output_format", request.structured_output);
+      error = api::read_text_format(value, "output_format", request.structured_output);
     } else if (key == "output_config") {
       error = read_output_config(value, request.structured_output);
     } else if (key == "mcp_servers") {
@@ -271,18 +273,18 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
     if (error) return *std::move(error);
   }
   if (!has_messages) {
-    return invalid_request("messages", "Missing required parameter: 'messages'",
-                           "missing_required_parameter");
+    return api::invalid_request("messages", "Missing required parameter: 'messages'",
+                                "missing_required_parameter");
   }
   if (door == Door::messages && !has_max_tokens) {
-    return invalid_request("max_tokens", "Missing required parameter: 'max_tokens'",
-                           "missing_required_parameter");
+    return api::invalid_request("max_tokens", "Missing required parameter: 'max_tokens'",
+                                "missing_required_parameter");
   }
   request.messages.insert(request.messages.begin(), std::make_move_iterator(system.begin()),
                           std::make_move_iterator(system.end()));
   // Anthropic's prefill: the answer continues the final assistant message.
-  if (const openai::ChatMessage& last = request.messages.back();
-      last.role == openai::ChatRole::assistant && last.tool_calls_json.empty()) {
+  if (const api::ChatMessage& last = request.messages.back();
+      last.role == api::ChatRole::assistant && last.tool_calls_json.empty()) {
     request.continue_final_message = true;
     request.add_generation_prompt = false;
   }
@@ -291,14 +293,14 @@ openai::ApiResult<ChatCompletionRequest> parse(std::string_view body, Door door)
 
 }  // namespace
 
-openai::ApiResult<ChatCompletionRequest> parse_messages_request(std::string_view body) {
+api::ApiResult<api::ChatRequest> parse_messages_request(std::string_view body) {
   return parse(body, Door::messages);
 }
 
-openai::ApiResult<openai::TokenizeRequest> parse_count_tokens_request(std::string_view body) {
+api::ApiResult<api::TokenizeRequest> parse_count_tokens_request(std::string_view body) {
   auto parsed = parse(body, Door::count_tokens);
   if (!parsed) return parsed.error();
-  openai::TokenizeRequest request;
+  api::TokenizeRequest request;
   request.model = std::move(parsed->model);
   request.is_chat = true;
   request.messages = std::move(parsed->messages);

@@ -7,18 +7,18 @@
 // are a 400 naming the field until tern implements them. docs/api.md lists both.
 #include <string_view>
 
-#include "service/openai/api_error.h"
-#include "service/openai/chat_request.h"
-#include "service/openai/tokenize_request.h"
+#include "service/api/api_error.h"
+#include "service/api/chat_request.h"
+#include "service/api/tokenize_request.h"
 
 namespace tern::service::anthropic {
 
 // max_tokens is required, as in Anthropic's API. A final assistant message is a prefill: the
 // answer continues it (continue_final_message).
-openai::ApiResult<openai::ChatCompletionRequest> parse_messages_request(std::string_view body);
+api::ApiResult<api::ChatRequest> parse_messages_request(std::string_view body);
 
 // The same body with max_tokens optional, as the tokenize request that renders the prompt the
 // way start_chat does (template, tools, kwargs, generation prompt, no added special tokens).
-openai::ApiResult<openai::TokenizeRequest> parse_count_tokens_request(std::string_view body);
+api::ApiResult<api::TokenizeRequest> parse_count_tokens_request(std::string_view body);
 
 }  // namespace tern::service::anthropic

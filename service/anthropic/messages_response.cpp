@@ -18,8 +18,7 @@ std::string_view stop_reason(ChoiceFinishReason reason, std::string_view stop_se
   return "end_turn";
 }
 
-void write_stop(openai::JsonWriter& json, ChoiceFinishReason reason,
-                std::string_view stop_sequence) {
+void write_stop(api::JsonWriter& json, ChoiceFinishReason reason, std::string_view stop_sequence) {
   json.field("stop_reason", stop_reason(reason, stop_sequence));
   if (reason == ChoiceFinishReason::stop && !stop_sequence.empty()) {
     json.field("stop_sequence", stop_sequence);
@@ -38,7 +37,7 @@ std::string tool_use_id(std::string_view call_id) {
   return "toolu_" + std::string(call_id);
 }
 
-void write_message_usage(openai::JsonWriter& json, const Usage& usage) {
+void write_message_usage(api::JsonWriter& json, const Usage& usage) {
   const int cached =
       usage.cached_tokens < usage.prompt_tokens ? usage.cached_tokens : usage.prompt_tokens;
   json.key("usage").begin_object();
@@ -49,13 +48,13 @@ void write_message_usage(openai::JsonWriter& json, const Usage& usage) {
   json.end_object();
 }
 
-std::string encode_message(const openai::ResponseMeta& meta,
-                           const std::vector<openai::ChoiceOutput>& choices, const Usage& usage) {
-  const openai::ChoiceOutput empty;
-  const openai::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
+std::string encode_message(const api::ResponseMeta& meta,
+                           const std::vector<api::ChoiceOutput>& choices, const Usage& usage) {
+  const api::ChoiceOutput empty;
+  const api::ChoiceOutput& choice = choices.empty() ? empty : choices.front();
   std::string out;
   out.reserve(256 + choice.reasoning.size() + choice.text.size());
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object()
       .field("id", meta.id)
       .field("type", "message")
@@ -96,7 +95,7 @@ std::string encode_message(const openai::ResponseMeta& meta,
 
 std::string encode_count_tokens(std::size_t input_tokens) {
   std::string out;
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().key("input_tokens").unsigned_integer(input_tokens).end_object();
   return out;
 }

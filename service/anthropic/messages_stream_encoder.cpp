@@ -6,8 +6,8 @@
 namespace tern::service::anthropic {
 namespace {
 
-// "event: NAME\ndata: " and a JsonWriter for the payload; end_event closes the frame. JsonWriter
-// escapes line breaks, so one data line always suffices.
+// "event: NAME\ndata: " and a api::JsonWriter for the payload; end_event closes the frame.
+// api::JsonWriter escapes line breaks, so one data line always suffices.
 void begin_event(std::string& out, std::string_view name) {
   out += "event: ";
   out += name;
@@ -21,7 +21,7 @@ void end_event(std::string& out) {
 void block_delta(std::string& out, int index, std::string_view type, std::string_view field,
                  std::string_view text) {
   begin_event(out, "content_block_delta");
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "content_block_delta").field("index", index);
   json.key("delta").begin_object().field("type", type).field(field, text).end_object();
   json.end_object();
@@ -32,7 +32,7 @@ void block_delta(std::string& out, int index, std::string_view type, std::string
 
 void MessagesStreamEncoder::start(std::string& out, int prompt_tokens) {
   begin_event(out, "message_start");
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "message_start").key("message").begin_object();
   json.field("id", meta_.id)
       .field("type", "message")
@@ -50,7 +50,7 @@ void MessagesStreamEncoder::open(std::string& out, Block block) {
   if (open_ == block) return;
   close(out);
   begin_event(out, "content_block_start");
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "content_block_start").field("index", next_index_);
   json.key("content_block").begin_object();
   if (block == Block::thinking) {
@@ -69,7 +69,7 @@ void MessagesStreamEncoder::close(std::string& out) {
   // Anthropic signs each thinking block; tern has nothing to sign, so the signature is empty.
   if (open_ == Block::thinking) block_delta(out, index, "signature_delta", "signature", "");
   begin_event(out, "content_block_stop");
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "content_block_stop").field("index", index).end_object();
   end_event(out);
   open_ = Block::none;
@@ -89,7 +89,7 @@ void MessagesStreamEncoder::delta(std::string& out, const GenerationEvent& event
     close(out);
     const int index = next_index_++;
     begin_event(out, "content_block_start");
-    openai::JsonWriter start(out);
+    api::JsonWriter start(out);
     start.begin_object().field("type", "content_block_start").field("index", index);
     start.key("content_block").begin_object().field("type", "tool_use");
     start.field("id", tool_use_id(call.id)).field("name", call.name);
@@ -99,7 +99,7 @@ void MessagesStreamEncoder::delta(std::string& out, const GenerationEvent& event
     block_delta(out, index, "input_json_delta", "partial_json",
                 call.arguments.empty() ? std::string_view("{}") : std::string_view(call.arguments));
     begin_event(out, "content_block_stop");
-    openai::JsonWriter stop(out);
+    api::JsonWriter stop(out);
     stop.begin_object().field("type", "content_block_stop").field("index", index).end_object();
     end_event(out);
   }
@@ -116,7 +116,7 @@ void MessagesStreamEncoder::finish(std::string& out, int index, ChoiceFinishReas
 void MessagesStreamEncoder::done(std::string& out, const Usage& usage) {
   close(out);
   begin_event(out, "message_delta");
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("type", "message_delta").key("delta").begin_object();
   write_stop(json, reason_, stop_sequence_);
   json.end_object();
@@ -128,7 +128,7 @@ void MessagesStreamEncoder::done(std::string& out, const Usage& usage) {
   end_event(out);
 }
 
-void MessagesStreamEncoder::error(std::string& out, const openai::ApiError& error) {
+void MessagesStreamEncoder::error(std::string& out, const api::ApiError& error) {
   begin_event(out, "error");
   out += anthropic::error_body(error);
   end_event(out);

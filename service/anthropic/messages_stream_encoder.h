@@ -7,13 +7,14 @@
 // after the headers is an `event: error`.
 #include <string>
 
-#include "service/openai/response_common.h"
+#include "service/api/chunk_encoder.h"
+#include "service/api/response_common.h"
 
 namespace tern::service::anthropic {
 
-class MessagesStreamEncoder final : public openai::ChunkEncoder {
+class MessagesStreamEncoder final : public api::ChunkEncoder {
  public:
-  explicit MessagesStreamEncoder(openai::ResponseMeta meta) : meta_(std::move(meta)) {}
+  explicit MessagesStreamEncoder(api::ResponseMeta meta) : meta_(std::move(meta)) {}
 
   void start(std::string& out, int prompt_tokens) override;
   // Opens a block when the kind of output changes: thinking, text, and one block per tool call.
@@ -21,7 +22,7 @@ class MessagesStreamEncoder final : public openai::ChunkEncoder {
   void finish(std::string& out, int index, ChoiceFinishReason reason,
               std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
-  void error(std::string& out, const openai::ApiError& error) override;
+  void error(std::string& out, const api::ApiError& error) override;
   void keepalive(std::string& out) override;
 
  private:
@@ -30,7 +31,7 @@ class MessagesStreamEncoder final : public openai::ChunkEncoder {
   void open(std::string& out, Block block);
   void close(std::string& out);
 
-  openai::ResponseMeta meta_;
+  api::ResponseMeta meta_;
   Block open_ = Block::none;
   int next_index_ = 0;  // the next content block's index
   ChoiceFinishReason reason_ = ChoiceFinishReason::stop;

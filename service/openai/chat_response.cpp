@@ -1,9 +1,10 @@
 #include "service/openai/chat_response.h"
+#include "service/openai/usage_chunk.h"
 
 namespace tern::service::openai {
 namespace {
 
-void write_bytes(JsonWriter& json, std::string_view token) {
+void write_bytes(api::JsonWriter& json, std::string_view token) {
   json.key("bytes").begin_array();
   for (const char c : token) json.integer(static_cast<unsigned char>(c));
   json.end_array();
@@ -11,7 +12,7 @@ void write_bytes(JsonWriter& json, std::string_view token) {
 
 }  // namespace
 
-void write_tool_call(JsonWriter& json, const ToolCallOutput& call, bool with_arguments) {
+void write_tool_call(api::JsonWriter& json, const ToolCallOutput& call, bool with_arguments) {
   std::string id = "call_";
   id += call.id;
   json.begin_object().field("id", id).field("type", "function");
@@ -20,7 +21,7 @@ void write_tool_call(JsonWriter& json, const ToolCallOutput& call, bool with_arg
   json.end_object().end_object();
 }
 
-void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs) {
+void write_chat_logprobs(api::JsonWriter& json, const std::vector<TokenLogprob>& logprobs) {
   json.begin_object().key("content").begin_array();
   for (const TokenLogprob& token : logprobs) {
     json.begin_object().field("token", token.token).field("logprob", token.logprob);
@@ -36,13 +37,14 @@ void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logp
   json.end_array().end_object();
 }
 
-std::string encode_chat_completion(const ResponseMeta& meta,
-                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
-                                   bool with_logprobs) {
+std::string encode_chat_completion(const api::ResponseMeta& meta,
+                                   const std::vector<api::ChoiceOutput>& choices,
+                                   const Usage& usage, bool with_logprobs) {
   std::string out;
   out.reserve(256);
-  for (const ChoiceOutput& choice : choices) out.reserve(out.capacity() + choice.text.size() + 128);
-  JsonWriter json(out);
+  for (const api::ChoiceOutput& choice : choices)
+    out.reserve(out.capacity() + choice.text.size() + 128);
+  api::JsonWriter json(out);
   json.begin_object()
       .field("id", meta.id)
       .field("object", "chat.completion")
@@ -50,7 +52,7 @@ std::string encode_chat_completion(const ResponseMeta& meta,
       .field("model", meta.model);
   json.key("choices").begin_array();
   int index = 0;
-  for (const ChoiceOutput& choice : choices) {
+  for (const api::ChoiceOutput& choice : choices) {
     json.begin_object().field("index", index++);
     json.key("message").begin_object().field("role", "assistant");
     // OpenAI's content is null for a turn that only calls tools.
@@ -80,7 +82,7 @@ std::string encode_chat_completion(const ResponseMeta& meta,
   return out;
 }
 
-void ChatChunkEncoder::begin_chunk(std::string& out, JsonWriter& json) {
+void ChatChunkEncoder::begin_chunk(std::string& out, api::JsonWriter& json) {
   out += "data: ";
   json.begin_object()
       .field("id", meta_.id)
@@ -90,7 +92,7 @@ void ChatChunkEncoder::begin_chunk(std::string& out, JsonWriter& json) {
   json.key("choices").begin_array();
 }
 
-void ChatChunkEncoder::end_chunk(std::string& out, JsonWriter& json) {
+void ChatChunkEncoder::end_chunk(std::string& out, api::JsonWriter& json) {
   json.end_array();
   // With include_usage, OpenAI sends "usage":null on every chunk before the usage chunk.
   if (include_usage_) json.null_field("usage");
@@ -103,7 +105,7 @@ void ChatChunkEncoder::role_if_first(std::string& out, int index) {
   if (role_sent_.size() <= static_cast<std::size_t>(index)) role_sent_.resize(index + 1, false);
   if (role_sent_[index]) return;
   role_sent_[index] = true;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   begin_chunk(out, json);
   json.begin_object().field("index", index);
   json.key("delta").begin_object().field("role", "assistant").field("content", "").end_object();
@@ -115,7 +117,7 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
   const int index = event.index;
   role_if_first(out, index);
   if (!event.reasoning.empty()) {
-    JsonWriter json(out);
+    api::JsonWriter json(out);
     begin_chunk(out, json);
     json.begin_object().field("index", index);
     json.key("delta").begin_object().field("reasoning_content", event.reasoning).end_object();
@@ -123,7 +125,7 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
     end_chunk(out, json);
   }
   if (!event.text.empty() || !event.logprobs.empty()) {
-    JsonWriter json(out);
+    api::JsonWriter json(out);
     begin_chunk(out, json);
     json.begin_object().field("index", index);
     json.key("delta").begin_object().field("content", event.text).end_object();
@@ -140,7 +142,7 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
   // first, then the arguments; a call is reported only once whole (engine/chat/output_parser.h).
   for (const ToolCallOutput& call : event.tool_calls) {
     for (const bool arguments : {false, true}) {
-      JsonWriter json(out);
+      api::JsonWriter json(out);
       begin_chunk(out, json);
       json.begin_object().field("index", index);
       json.key("delta").begin_object().key("tool_calls").begin_array();
@@ -166,7 +168,7 @@ void ChatChunkEncoder::delta(std::string& out, const GenerationEvent& event) {
 void ChatChunkEncoder::finish(std::string& out, int index, ChoiceFinishReason reason,
                               std::string_view /*stop_sequence*/) {
   role_if_first(out, index);
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   begin_chunk(out, json);
   json.begin_object().field("index", index);
   json.key("delta").begin_object().end_object();

@@ -3,21 +3,22 @@
 #include <string>
 #include <vector>
 
-#include "service/openai/response_common.h"
+#include "service/api/chunk_encoder.h"
+#include "service/api/response_common.h"
 
 namespace tern::service::openai {
 
 // A non-streamed chat.completion object.
-std::string encode_chat_completion(const ResponseMeta& meta,
-                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
-                                   bool with_logprobs);
+std::string encode_chat_completion(const api::ResponseMeta& meta,
+                                   const std::vector<api::ChoiceOutput>& choices,
+                                   const Usage& usage, bool with_logprobs);
 
 // chat.completion.chunk events of one streamed response, in OpenAI's order: each choice's first
 // chunk carries delta.role, content deltas follow, its last chunk carries finish_reason; then a
 // usage chunk when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
-class ChatChunkEncoder final : public ChunkEncoder {
+class ChatChunkEncoder final : public api::ChunkEncoder {
  public:
-  ChatChunkEncoder(ResponseMeta meta, bool include_usage, bool with_logprobs)
+  ChatChunkEncoder(api::ResponseMeta meta, bool include_usage, bool with_logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), with_logprobs_(with_logprobs) {}
 
   void delta(std::string& out, const GenerationEvent& event) override;
@@ -27,11 +28,11 @@ class ChatChunkEncoder final : public ChunkEncoder {
   void done(std::string& out, const Usage& usage) override;
 
  private:
-  void begin_chunk(std::string& out, JsonWriter& json);
-  void end_chunk(std::string& out, JsonWriter& json);
+  void begin_chunk(std::string& out, api::JsonWriter& json);
+  void end_chunk(std::string& out, api::JsonWriter& json);
   void role_if_first(std::string& out, int index);
 
-  ResponseMeta meta_;
+  api::ResponseMeta meta_;
   bool include_usage_;
   bool with_logprobs_;
   std::vector<bool> role_sent_;
@@ -39,9 +40,9 @@ class ChatChunkEncoder final : public ChunkEncoder {
 
 // {"id":"call_...","type":"function","function":{"name","arguments"}}; arguments "" without
 // `with_arguments` (the first fragment of a streamed call).
-void write_tool_call(JsonWriter& json, const ToolCallOutput& call, bool with_arguments);
+void write_tool_call(api::JsonWriter& json, const ToolCallOutput& call, bool with_arguments);
 
 // {"content":[{"token","logprob","bytes","top_logprobs":[...]}]}
-void write_chat_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs);
+void write_chat_logprobs(api::JsonWriter& json, const std::vector<TokenLogprob>& logprobs);
 
 }  // namespace tern::service::openai

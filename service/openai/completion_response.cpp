@@ -1,8 +1,9 @@
 #include "service/openai/completion_response.h"
+#include "service/openai/usage_chunk.h"
 
 namespace tern::service::openai {
 
-void write_completion_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
+void write_completion_logprobs(api::JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
                                std::size_t offset) {
   json.begin_object();
   json.key("tokens").begin_array();
@@ -23,11 +24,11 @@ void write_completion_logprobs(JsonWriter& json, const std::vector<TokenLogprob>
   json.end_array().end_object();
 }
 
-std::string encode_text_completion(const ResponseMeta& meta,
-                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
-                                   std::optional<int> logprobs) {
+std::string encode_text_completion(const api::ResponseMeta& meta,
+                                   const std::vector<api::ChoiceOutput>& choices,
+                                   const Usage& usage, std::optional<int> logprobs) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object()
       .field("id", meta.id)
       .field("object", "text_completion")
@@ -35,7 +36,7 @@ std::string encode_text_completion(const ResponseMeta& meta,
       .field("model", meta.model);
   json.key("choices").begin_array();
   int index = 0;
-  for (const ChoiceOutput& choice : choices) {
+  for (const api::ChoiceOutput& choice : choices) {
     json.begin_object().field("index", index++).field("text", choice.text);
     json.key("logprobs");
     if (logprobs) {
@@ -56,7 +57,7 @@ void CompletionChunkEncoder::chunk(std::string& out, int index, std::string_view
                                    const ChoiceFinishReason* reason) {
   if (text_offset_.size() <= static_cast<std::size_t>(index)) text_offset_.resize(index + 1, 0);
   out += "data: ";
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object()
       .field("id", meta_.id)
       .field("object", "text_completion")

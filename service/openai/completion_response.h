@@ -4,21 +4,22 @@
 #include <string>
 #include <vector>
 
-#include "service/openai/response_common.h"
+#include "service/api/chunk_encoder.h"
+#include "service/api/response_common.h"
 
 namespace tern::service::openai {
 
 // A non-streamed text_completion object. `logprobs` is the request's count, or nullopt for
 // "logprobs": null on every choice.
-std::string encode_text_completion(const ResponseMeta& meta,
-                                   const std::vector<ChoiceOutput>& choices, const Usage& usage,
-                                   std::optional<int> logprobs);
+std::string encode_text_completion(const api::ResponseMeta& meta,
+                                   const std::vector<api::ChoiceOutput>& choices,
+                                   const Usage& usage, std::optional<int> logprobs);
 
 // Streamed text_completion chunks: text deltas, a finish_reason chunk per choice, a usage chunk
 // when include_usage, then [DONE]. Each call appends whole SSE events to `out`.
-class CompletionChunkEncoder final : public ChunkEncoder {
+class CompletionChunkEncoder final : public api::ChunkEncoder {
  public:
-  CompletionChunkEncoder(ResponseMeta meta, bool include_usage, std::optional<int> logprobs)
+  CompletionChunkEncoder(api::ResponseMeta meta, bool include_usage, std::optional<int> logprobs)
       : meta_(std::move(meta)), include_usage_(include_usage), logprobs_(logprobs) {}
 
   void delta(std::string& out, const GenerationEvent& event) override;
@@ -30,14 +31,14 @@ class CompletionChunkEncoder final : public ChunkEncoder {
   void chunk(std::string& out, int index, std::string_view text,
              const std::vector<TokenLogprob>* logprobs, const ChoiceFinishReason* reason);
 
-  ResponseMeta meta_;
+  api::ResponseMeta meta_;
   bool include_usage_;
   std::optional<int> logprobs_;
   std::vector<std::size_t> text_offset_;  // per choice: characters sent so far
 };
 
 // {"tokens","token_logprobs","top_logprobs","text_offset"}, offsets counted from `offset`.
-void write_completion_logprobs(JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
+void write_completion_logprobs(api::JsonWriter& json, const std::vector<TokenLogprob>& logprobs,
                                std::size_t offset);
 
 }  // namespace tern::service::openai

@@ -1,11 +1,11 @@
 #include "service/openai/models_response.h"
 
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
 namespace tern::service::openai {
 namespace {
 
-void write_model(JsonWriter& json, const ModelCard& model) {
+void write_model(api::JsonWriter& json, const ModelCard& model) {
   json.begin_object()
       .field("id", model.id)
       .field("object", "model")
@@ -27,7 +27,7 @@ void write_model(JsonWriter& json, const ModelCard& model) {
 std::string encode_model_list(const std::vector<ModelCard>& models,
                               const std::vector<ModelUnavailable>& unavailable) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("object", "list").key("data").begin_array();
   for (const ModelCard& model : models) write_model(json, model);
   json.end_array();
@@ -47,7 +47,7 @@ std::string encode_model_list(const std::vector<ModelCard>& models,
 
 std::string encode_model(const ModelCard& model) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   write_model(json, model);
   return out;
 }
@@ -55,7 +55,7 @@ std::string encode_model(const ModelCard& model) {
 std::string encode_tokenize(const TokenizeResult& result, bool with_token_strs) {
   std::string out;
   out.reserve(64 + result.tokens.size() * 7);
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("count", static_cast<std::int64_t>(result.tokens.size()));
   json.field("max_model_len", result.max_model_len).key("tokens").begin_array();
   for (const std::int32_t token : result.tokens) json.integer(token);
@@ -73,7 +73,7 @@ std::string encode_tokenize(const TokenizeResult& result, bool with_token_strs) 
 
 std::string encode_detokenize(const DetokenizeResult& result) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("prompt", result.prompt).end_object();
   return out;
 }

@@ -8,41 +8,41 @@
 namespace tern::service::openai {
 namespace {
 
-json::Check read_stop(const json::element& value, std::vector<std::string>& stop) {
+api::json::Check read_stop(const api::json::element& value, std::vector<std::string>& stop) {
   stop.clear();
-  auto add = [&](const json::element& item, std::string_view param) -> json::Check {
+  auto add = [&](const api::json::element& item, std::string_view param) -> api::json::Check {
     std::string text;
-    if (json::Check error = json::read_string(item, param, text)) return error;
+    if (api::json::Check error = api::json::read_string(item, param, text)) return error;
     if (text.empty()) {
-      return invalid_request(std::string(param), "Stop sequences must not be empty",
-                             "invalid_value");
+      return api::invalid_request(std::string(param), "Stop sequences must not be empty",
+                                  "invalid_value");
     }
     stop.push_back(std::move(text));
     return std::nullopt;
   };
   if (value.is_string()) return add(value, "stop");
-  json::array items;
+  api::json::array items;
   if (value.get_array().get(items) != simdjson::SUCCESS) {
-    return json::wrong_type("stop", "string or array of strings", value);
+    return api::json::wrong_type("stop", "string or array of strings", value);
   }
-  if (items.size() > static_cast<std::size_t>(kMaxStopSequences)) {
-    return invalid_request("stop",
-                           fmt::format("At most {} stop sequences are allowed, got {}",
-                                       kMaxStopSequences, items.size()),
-                           "invalid_value");
+  if (items.size() > static_cast<std::size_t>(api::kMaxStopSequences)) {
+    return api::invalid_request("stop",
+                                fmt::format("At most {} stop sequences are allowed, got {}",
+                                            api::kMaxStopSequences, items.size()),
+                                "invalid_value");
   }
   std::size_t index = 0;
-  for (json::element item : items) {
-    if (json::Check error = add(item, fmt::format("stop[{}]", index++))) return error;
+  for (api::json::element item : items) {
+    if (api::json::Check error = add(item, fmt::format("stop[{}]", index++))) return error;
   }
   return std::nullopt;
 }
 
-json::Check read_logit_bias(const json::element& value,
-                            std::vector<std::pair<std::int32_t, double>>& bias) {
-  json::object entries;
+api::json::Check read_logit_bias(const api::json::element& value,
+                                 std::vector<std::pair<std::int32_t, double>>& bias) {
+  api::json::object entries;
   if (value.get_object().get(entries) != simdjson::SUCCESS) {
-    return json::wrong_type("logit_bias", "object", value);
+    return api::json::wrong_type("logit_bias", "object", value);
   }
   bias.clear();
   for (auto [key, amount] : entries) {
@@ -51,36 +51,37 @@ json::Check read_logit_bias(const json::element& value,
     char* end = nullptr;
     const long long id = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || id < 0 || id > std::numeric_limits<std::int32_t>::max()) {
-      return invalid_request(
+      return api::invalid_request(
           param, fmt::format("Invalid key in 'logit_bias': '{}' is not a token id", key),
           "invalid_value");
     }
     double number = 0;
-    if (json::Check error = json::read_number(amount, param, -100, 100, number)) return error;
+    if (api::json::Check error = api::json::read_number(amount, param, -100, 100, number))
+      return error;
     bias.emplace_back(static_cast<std::int32_t>(id), number);
   }
   return std::nullopt;
 }
 
 template <typename T>
-json::Check read_optional_number(const json::element& value, std::string_view param, double min,
-                                 double max, std::optional<T>& out) {
+api::json::Check read_optional_number(const api::json::element& value, std::string_view param,
+                                      double min, double max, std::optional<T>& out) {
   double number = 0;
-  if (json::Check error = json::read_number(value, param, min, max, number)) return error;
+  if (api::json::Check error = api::json::read_number(value, param, min, max, number)) return error;
   out = number;
   return std::nullopt;
 }
 
 }  // namespace
 
-bool read_sampling_field(std::string_view key, const json::element& value,
-                         SamplingRequest& sampling, json::Check& error) {
+bool read_sampling_field(std::string_view key, const api::json::element& value,
+                         api::SamplingRequest& sampling, api::json::Check& error) {
   // null means "not given" for every optional field, as the OpenAI SDKs sometimes send it.
   const bool is_null = value.is_null();
   if (key == "max_tokens" || key == "max_completion_tokens") {
     if (is_null) return true;
     int tokens = 0;
-    error = json::read_int(value, key, 1, kMaxTokensLimit, tokens);
+    error = api::json::read_int(value, key, 1, api::kMaxTokensLimit, tokens);
     const bool completion_field = key == "max_completion_tokens";
     if (!error && (completion_field || !sampling.max_tokens_from_completion_field)) {
       sampling.max_tokens = tokens;
@@ -92,13 +93,13 @@ bool read_sampling_field(std::string_view key, const json::element& value,
     if (is_null) return true;
     error = read_optional_number(value, key, 0.0, 1.0, sampling.top_p);
     if (!error && *sampling.top_p <= 0.0) {
-      error =
-          invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]", "invalid_value");
+      error = api::invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
+                                   "invalid_value");
     }
   } else if (key == "top_k") {
     if (is_null) return true;
     int top_k = 0;
-    error = json::read_int(value, key, -1, std::numeric_limits<int>::max(), top_k);
+    error = api::json::read_int(value, key, -1, std::numeric_limits<int>::max(), top_k);
     if (!error) sampling.top_k = top_k;
   } else if (key == "min_p") {
     if (!is_null) error = read_optional_number(value, key, 0.0, 1.0, sampling.min_p);
@@ -106,9 +107,9 @@ bool read_sampling_field(std::string_view key, const json::element& value,
     if (is_null) return true;
     error = read_optional_number(value, key, 0.0, 10.0, sampling.repetition_penalty);
     if (!error && *sampling.repetition_penalty <= 0.0) {
-      error =
-          invalid_request("repetition_penalty",
-                          "Invalid value for 'repetition_penalty': must be > 0", "invalid_value");
+      error = api::invalid_request("repetition_penalty",
+                                   "Invalid value for 'repetition_penalty': must be > 0",
+                                   "invalid_value");
     }
   } else if (key == "presence_penalty") {
     if (!is_null) error = read_optional_number(value, key, -2.0, 2.0, sampling.presence_penalty);
@@ -117,49 +118,50 @@ bool read_sampling_field(std::string_view key, const json::element& value,
   } else if (key == "seed") {
     if (is_null) return true;
     std::int64_t seed = 0;
-    error = json::read_integer(value, key, std::numeric_limits<std::int64_t>::min(),
-                               std::numeric_limits<std::int64_t>::max(), seed);
+    error = api::json::read_integer(value, key, std::numeric_limits<std::int64_t>::min(),
+                                    std::numeric_limits<std::int64_t>::max(), seed);
     if (!error) sampling.seed = seed;
   } else if (key == "n") {
-    if (!is_null) error = json::read_int(value, key, 1, kMaxChoices, sampling.n);
+    if (!is_null) error = api::json::read_int(value, key, 1, api::kMaxChoices, sampling.n);
   } else if (key == "stop") {
     if (!is_null) error = read_stop(value, sampling.stop);
   } else if (key == "stop_token_ids") {
-    if (!is_null) error = json::read_token_ids(value, key, sampling.stop_token_ids);
+    if (!is_null) error = api::json::read_token_ids(value, key, sampling.stop_token_ids);
   } else if (key == "logit_bias") {
     if (!is_null) error = read_logit_bias(value, sampling.logit_bias);
   } else if (key == "min_tokens") {
-    if (!is_null) error = json::read_int(value, key, 0, kMaxTokensLimit, sampling.min_tokens);
+    if (!is_null)
+      error = api::json::read_int(value, key, 0, api::kMaxTokensLimit, sampling.min_tokens);
   } else if (key == "ignore_eos") {
-    if (!is_null) error = json::read_bool(value, key, sampling.ignore_eos);
+    if (!is_null) error = api::json::read_bool(value, key, sampling.ignore_eos);
   } else if (key == "skip_special_tokens") {
-    if (!is_null) error = json::read_bool(value, key, sampling.skip_special_tokens);
+    if (!is_null) error = api::json::read_bool(value, key, sampling.skip_special_tokens);
   } else {
     return false;
   }
   return true;
 }
 
-json::Check validate_sampling(const SamplingRequest& sampling) {
+api::json::Check validate_sampling(const api::SamplingRequest& sampling) {
   if (sampling.max_tokens && sampling.min_tokens > *sampling.max_tokens) {
-    return invalid_request("min_tokens",
-                           fmt::format("'min_tokens' ({}) must not exceed 'max_tokens' ({})",
-                                       sampling.min_tokens, *sampling.max_tokens),
-                           "invalid_value");
+    return api::invalid_request("min_tokens",
+                                fmt::format("'min_tokens' ({}) must not exceed 'max_tokens' ({})",
+                                            sampling.min_tokens, *sampling.max_tokens),
+                                "invalid_value");
   }
   return std::nullopt;
 }
 
-json::Check read_stream_options(const json::element& value, bool& include_usage) {
+api::json::Check read_stream_options(const api::json::element& value, bool& include_usage) {
   if (value.is_null()) return std::nullopt;
-  json::object options;
+  api::json::object options;
   if (value.get_object().get(options) != simdjson::SUCCESS) {
-    return json::wrong_type("stream_options", "object", value);
+    return api::json::wrong_type("stream_options", "object", value);
   }
   for (auto [key, field] : options) {
     if (key == "include_usage" && !field.is_null()) {
-      if (json::Check error =
-              json::read_bool(field, "stream_options.include_usage", include_usage)) {
+      if (api::json::Check error =
+              api::json::read_bool(field, "stream_options.include_usage", include_usage)) {
         return error;
       }
     }

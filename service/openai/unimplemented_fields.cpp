@@ -8,23 +8,19 @@
 namespace tern::service::openai {
 namespace {
 
-json::Check check_best_of(const json::element& value) {
+api::json::Check check_best_of(const api::json::element& value) {
   int best_of = 1;
-  if (json::Check error =
-          json::read_int(value, "best_of", 1, std::numeric_limits<int>::max(), best_of)) {
+  if (api::json::Check error =
+          api::json::read_int(value, "best_of", 1, std::numeric_limits<int>::max(), best_of)) {
     return error;
   }
   if (best_of == 1) return std::nullopt;
-  return not_implemented("best_of", "'best_of' above 1 is not supported yet");
+  return api::not_implemented("best_of", "'best_of' above 1 is not supported yet");
 }
 
 }  // namespace
 
-ApiError not_implemented(std::string param, std::string message) {
-  return invalid_request(std::move(param), std::move(message), "unsupported_parameter");
-}
-
-json::Check refuse_unimplemented_field(std::string_view key, const json::element& value) {
+api::json::Check refuse_unimplemented_field(std::string_view key, const api::json::element& value) {
   if (key == "best_of") return check_best_of(value);
   return std::nullopt;
 }

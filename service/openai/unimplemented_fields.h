@@ -7,15 +7,12 @@
 #include <string>
 #include <string_view>
 
-#include "service/openai/json_reader.h"
+#include "service/api/json_reader.h"
 
 namespace tern::service::openai {
 
 // Checks `key` (not null) against the unimplemented fields shared by chat and text completions:
 // response_format other than text, best_of > 1, guided_*. Any other key passes.
-json::Check refuse_unimplemented_field(std::string_view key, const json::element& value);
-
-// The 400 for a field (or one value of it) that tern does not implement yet.
-ApiError not_implemented(std::string param, std::string message);
+api::json::Check refuse_unimplemented_field(std::string_view key, const api::json::element& value);
 
 }  // namespace tern::service::openai

@@ -21,7 +21,7 @@ std::string_view status_name(ResponseStatus status) {
   return "completed";
 }
 
-void optional_string(openai::JsonWriter& json, std::string_view name,
+void optional_string(api::JsonWriter& json, std::string_view name,
                      const std::optional<std::string>& value) {
   if (value) {
     json.field(name, *value);
@@ -30,7 +30,7 @@ void optional_string(openai::JsonWriter& json, std::string_view name,
   }
 }
 
-void optional_number(openai::JsonWriter& json, std::string_view name,
+void optional_number(api::JsonWriter& json, std::string_view name,
                      const std::optional<double>& value) {
   if (value) {
     json.field(name, *value);
@@ -41,7 +41,7 @@ void optional_number(openai::JsonWriter& json, std::string_view name,
 
 // input_tokens counts the whole prompt, cached or not, as OpenAI's do; reasoning_tokens are the
 // output tokens the reasoning parser read inside reasoning.
-void write_response_usage(openai::JsonWriter& json, const Usage& usage) {
+void write_response_usage(api::JsonWriter& json, const Usage& usage) {
   json.key("usage").begin_object().field("input_tokens", usage.prompt_tokens);
   json.key("input_tokens_details").begin_object().field("cached_tokens", usage.cached_tokens);
   json.end_object().field("output_tokens", usage.completion_tokens);
@@ -53,7 +53,7 @@ void write_response_usage(openai::JsonWriter& json, const Usage& usage) {
 }  // namespace
 
 std::string make_id(std::string_view prefix) {
-  return response_id(openai::make_response_id(prefix));
+  return response_id(api::make_response_id(prefix));
 }
 
 std::string response_id(std::string_view made_id) {
@@ -62,7 +62,7 @@ std::string response_id(std::string_view made_id) {
   return id;
 }
 
-std::vector<OutputItem> output_items(const openai::ChoiceOutput& choice) {
+std::vector<OutputItem> output_items(const api::ChoiceOutput& choice) {
   std::vector<OutputItem> items;
   if (!choice.reasoning.empty()) {
     items.push_back(OutputItem{OutputItem::Type::reasoning, make_id("rs"), choice.reasoning});
@@ -96,7 +96,7 @@ ResponseStatus finished_status(ChoiceFinishReason reason) {
                                               : ResponseStatus::completed;
 }
 
-void write_output_item(openai::JsonWriter& json, const OutputItem& item) {
+void write_output_item(api::JsonWriter& json, const OutputItem& item) {
   const std::string_view status =
       !item.done ? "in_progress" : (item.cut_short ? "incomplete" : "completed");
   json.begin_object();
@@ -129,7 +129,7 @@ void write_output_item(openai::JsonWriter& json, const OutputItem& item) {
   json.end_object();
 }
 
-void write_response(openai::JsonWriter& json, const openai::ResponseMeta& meta,
+void write_response(api::JsonWriter& json, const api::ResponseMeta& meta,
                     const ResponseSettings& settings, const ResponseState& state) {
   json.begin_object()
       .field("id", meta.id)
@@ -139,7 +139,7 @@ void write_response(openai::JsonWriter& json, const openai::ResponseMeta& meta,
       .field("background", false);
   if (state.error != nullptr) {
     json.key("error").begin_object();
-    // The Responses API's codes: a failure of the server is server_error.
+    // The Responses API's codes: a failure of the server is api::server_error.
     json.field("code", state.error->status >= 500 || state.error->code.empty()
                            ? std::string_view("server_error")
                            : std::string_view(state.error->code));
@@ -184,19 +184,19 @@ void write_response(openai::JsonWriter& json, const openai::ResponseMeta& meta,
   json.end_object();
 }
 
-std::string encode_response(const openai::ResponseMeta& meta, const ResponseSettings& settings,
+std::string encode_response(const api::ResponseMeta& meta, const ResponseSettings& settings,
                             const ResponseState& state) {
   std::string out;
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   write_response(json, meta, settings, state);
   return out;
 }
 
-openai::ChatMessage assistant_message(const std::vector<OutputItem>& output) {
-  openai::ChatMessage message;
-  message.role = openai::ChatRole::assistant;
+api::ChatMessage assistant_message(const std::vector<OutputItem>& output) {
+  api::ChatMessage message;
+  message.role = api::ChatRole::assistant;
   std::string calls;
-  openai::JsonWriter json(calls);
+  api::JsonWriter json(calls);
   json.begin_array();
   bool has_calls = false;
   for (const OutputItem& item : output) {
@@ -224,18 +224,18 @@ openai::ChatMessage assistant_message(const std::vector<OutputItem>& output) {
 
 std::string encode_deleted(std::string_view id) {
   std::string out;
-  openai::JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object().field("id", id).field("object", "response.deleted");
   json.field("deleted", true).end_object();
   return out;
 }
 
-openai::ApiError response_not_found(std::string_view id, std::string_view param) {
-  return openai::ApiError{404,
-                          fmt::format("Response with id '{}' not found. Stored responses live in "
-                                      "one server's memory until they expire.",
-                                      id),
-                          "invalid_request_error", std::string(param), "response_not_found"};
+api::ApiError response_not_found(std::string_view id, std::string_view param) {
+  return api::ApiError{404,
+                       fmt::format("Response with id '{}' not found. Stored responses live in "
+                                   "one server's memory until they expire.",
+                                   id),
+                       "invalid_request_error", std::string(param), "response_not_found"};
 }
 
 }  // namespace tern::service::responses

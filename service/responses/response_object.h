@@ -6,10 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "service/api/chat_request.h"
+#include "service/api/json_writer.h"
+#include "service/api/response_common.h"
 #include "service/generation_stream.h"
-#include "service/openai/chat_request.h"
-#include "service/openai/json_writer.h"
-#include "service/openai/response_common.h"
 #include "service/responses/responses_request.h"
 
 namespace tern::service::responses {
@@ -35,13 +35,13 @@ std::string response_id(std::string_view made_id);
 
 // The output items of a finished generation: reasoning, then messages and function calls in the
 // order the model wrote them.
-std::vector<OutputItem> output_items(const openai::ChoiceOutput& choice);
+std::vector<OutputItem> output_items(const api::ChoiceOutput& choice);
 
 // status "incomplete" (incomplete_details.reason "max_output_tokens") when the output hit
 // max_output_tokens, else "completed".
 ResponseStatus finished_status(ChoiceFinishReason reason);
 
-void write_output_item(openai::JsonWriter& json, const OutputItem& item);
+void write_output_item(api::JsonWriter& json, const OutputItem& item);
 
 // The whole Response object. `usage` is written only once the response is over (in_progress
 // has null), `error` only for a failed one.
@@ -49,21 +49,21 @@ struct ResponseState {
   ResponseStatus status = ResponseStatus::in_progress;
   const std::vector<OutputItem>* output = nullptr;
   const Usage* usage = nullptr;
-  const openai::ApiError* error = nullptr;
+  const api::ApiError* error = nullptr;
 };
-void write_response(openai::JsonWriter& json, const openai::ResponseMeta& meta,
+void write_response(api::JsonWriter& json, const api::ResponseMeta& meta,
                     const ResponseSettings& settings, const ResponseState& state);
-std::string encode_response(const openai::ResponseMeta& meta, const ResponseSettings& settings,
+std::string encode_response(const api::ResponseMeta& meta, const ResponseSettings& settings,
                             const ResponseState& state);
 
 // The output as the assistant turn a follow-up continues (previous_response_id).
-openai::ChatMessage assistant_message(const std::vector<OutputItem>& output);
+api::ChatMessage assistant_message(const std::vector<OutputItem>& output);
 
 // DELETE's answer: {"id","object":"response.deleted","deleted":true}.
 std::string encode_deleted(std::string_view id);
 
 // 404s in OpenAI's shape for an unknown response id: `param` previous_response_id when a
 // request continued one, else none (GET and DELETE name it in the path).
-openai::ApiError response_not_found(std::string_view id, std::string_view param = {});
+api::ApiError response_not_found(std::string_view id, std::string_view param = {});
 
 }  // namespace tern::service::responses

@@ -15,14 +15,14 @@ StoredResponse::~StoredResponse() {
   }
 }
 
-std::vector<openai::ChatMessage> conversation_of(const StoredResponse& response) {
+std::vector<api::ChatMessage> conversation_of(const StoredResponse& response) {
   std::vector<const StoredResponse*> links;
   std::size_t messages = 0;
   for (const StoredResponse* link = &response; link != nullptr; link = link->previous.get()) {
     links.push_back(link);
     messages += link->turn.size();
   }
-  std::vector<openai::ChatMessage> conversation;
+  std::vector<api::ChatMessage> conversation;
   conversation.reserve(messages);
   for (auto link = links.rbegin(); link != links.rend(); ++link) {
     conversation.insert(conversation.end(), (*link)->turn.begin(), (*link)->turn.end());
@@ -34,8 +34,8 @@ std::size_t stored_bytes(const StoredResponse& response) {
   // Allocation headers, the map entry, the id and list nodes: small next to any real turn.
   constexpr std::size_t kOverhead = 512;
   std::size_t bytes = kOverhead + response.json.size();
-  for (const openai::ChatMessage& message : response.turn) {
-    bytes += sizeof(openai::ChatMessage) + message.content.value_or(std::string()).size() +
+  for (const api::ChatMessage& message : response.turn) {
+    bytes += sizeof(api::ChatMessage) + message.content.value_or(std::string()).size() +
              message.name.size() + message.tool_calls_json.size() + message.tool_call_id.size() +
              message.reasoning_content.size();
   }

@@ -18,13 +18,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "service/openai/chat_request.h"
+#include "service/api/chat_request.h"
 
 namespace tern::service::responses {
 
 struct StoredResponse {
   StoredResponse() = default;
-  StoredResponse(std::string json_in, std::vector<openai::ChatMessage> turn_in,
+  StoredResponse(std::string json_in, std::vector<api::ChatMessage> turn_in,
                  std::shared_ptr<const StoredResponse> previous_in = nullptr)
       : json(std::move(json_in)), turn(std::move(turn_in)), previous(std::move(previous_in)) {}
   StoredResponse(StoredResponse&&) = default;
@@ -35,7 +35,7 @@ struct StoredResponse {
   std::string json;  // the Response object, as GET returns it
   // This response's own turn: the request's input without its instructions (OpenAI does not
   // carry instructions over), then the answer as an assistant turn.
-  std::vector<openai::ChatMessage> turn;
+  std::vector<api::ChatMessage> turn;
   // The response this one continued (previous_response_id): its conversation comes before
   // `turn`. A link refers to the earlier ones instead of copying them, so a conversation of n
   // links costs its own size once, not n times. Mutable only for the destructor's unlinking.
@@ -43,7 +43,7 @@ struct StoredResponse {
 };
 
 // The whole conversation a follow-up continues: every earlier link's turn, oldest first.
-std::vector<openai::ChatMessage> conversation_of(const StoredResponse& response);
+std::vector<api::ChatMessage> conversation_of(const StoredResponse& response);
 
 // What a response costs the store: its JSON and its turn's text, plus a fixed overhead.
 std::size_t stored_bytes(const StoredResponse& response);

@@ -7,14 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
 namespace tern::service::responses {
 namespace {
 
-using openai::ChatMessage;
-using openai::ChatRole;
-using openai::invalid_request;
+using api::ChatMessage;
+using api::ChatRole;
+using api::invalid_request;
 
 void append_line(std::string& text, std::string_view more, bool& has_text) {
   if (has_text) text += '\n';
@@ -26,9 +26,9 @@ void append_line(std::string& text, std::string_view more, bool& has_text) {
 // assistant message, as chat templates expect: text and calls side by side, reasoning first.
 class Conversation {
  public:
-  explicit Conversation(std::vector<ChatMessage>& messages) : messages_(messages) {}
+  explicit Conversation(std::vector<api::ChatMessage>& messages) : messages_(messages) {}
 
-  void add(ChatMessage message) {
+  void add(api::ChatMessage message) {
     flush();
     reasoning_.reset();  // a reasoning item answered by no assistant turn
     messages_.push_back(std::move(message));
@@ -36,7 +36,7 @@ class Conversation {
 
   void add_assistant_text(std::string text) {
     if (!calls_.empty()) flush();
-    ChatMessage& turn = assistant();
+    api::ChatMessage& turn = assistant();
     bool has_text = turn.content.has_value();
     std::string content = turn.content.value_or("");
     append_line(content, text, has_text);
@@ -75,59 +75,61 @@ class Conversation {
   }
 
  private:
-  ChatMessage& assistant() {
+  api::ChatMessage& assistant() {
     if (!turn_) {
       turn_.emplace();
-      turn_->role = ChatRole::assistant;
+      turn_->role = api::ChatRole::assistant;
       if (reasoning_) turn_->reasoning_content = std::move(*reasoning_);
       reasoning_.reset();
     }
     return *turn_;
   }
 
-  std::vector<ChatMessage>& messages_;
-  std::optional<ChatMessage> turn_;  // the assistant turn being built
-  std::vector<std::string> calls_;   // its tool calls, each a JSON object
+  std::vector<api::ChatMessage>& messages_;
+  std::optional<api::ChatMessage> turn_;  // the assistant turn being built
+  std::vector<std::string> calls_;        // its tool calls, each a JSON object
   std::optional<std::string> reasoning_;
 };
 
-json::Check read_required_string(json::object& fields, std::string_view name,
-                                 const std::string& param, std::string& out) {
-  json::element value;
+api::json::Check read_required_string(api::json::object& fields, std::string_view name,
+                                      const std::string& param, std::string& out) {
+  api::json::element value;
   if (fields[name].get(value) != simdjson::SUCCESS || value.is_null()) {
-    return invalid_request(fmt::format("{}.{}", param, name),
-                           fmt::format("Missing required field '{}'", name),
-                           "missing_required_parameter");
+    return api::invalid_request(fmt::format("{}.{}", param, name),
+                                fmt::format("Missing required field '{}'", name),
+                                "missing_required_parameter");
   }
-  return json::read_string(value, fmt::format("{}.{}", param, name), out);
+  return api::json::read_string(value, fmt::format("{}.{}", param, name), out);
 }
 
 // A string, or parts whose `text` is taken when their type is one of `text_types`.
-json::Check read_text_parts(const json::element& value, const std::string& param,
-                            std::initializer_list<std::string_view> text_types, std::string& out) {
+api::json::Check read_text_parts(const api::json::element& value, const std::string& param,
+                                 std::initializer_list<std::string_view> text_types,
+                                 std::string& out) {
   std::string_view text;
   if (value.get_string().get(text) == simdjson::SUCCESS) {
     out = text;
     return std::nullopt;
   }
-  json::array parts;
+  api::json::array parts;
   if (value.get_array().get(parts) != simdjson::SUCCESS) {
-    return json::wrong_type(param, "string or array of content parts", value);
+    return api::json::wrong_type(param, "string or array of content parts", value);
   }
   out.clear();
   bool has_text = false;
   std::size_t index = 0;
-  for (json::element part : parts) {
+  for (api::json::element part : parts) {
     const std::string part_param = fmt::format("{}[{}]", param, index++);
-    json::object fields;
+    api::json::object fields;
     if (part.get_object().get(fields) != simdjson::SUCCESS) {
-      return json::wrong_type(part_param, "object", part);
+      return api::json::wrong_type(part_param, "object", part);
     }
     std::string type;
-    if (json::Check error = read_required_string(fields, "type", part_param, type)) return error;
+    if (api::json::Check error = read_required_string(fields, "type", part_param, type))
+      return error;
     if (std::find(text_types.begin(), text_types.end(), type) == text_types.end()) {
       const bool media = type == "input_image" || type == "input_file" || type == "input_audio";
-      return invalid_request(
+      return api::invalid_request(
           part_param + ".type",
           media ? fmt::format("Content parts of type '{}' are not supported: tern serves "
                               "text-only models",
@@ -136,7 +138,7 @@ json::Check read_text_parts(const json::element& value, const std::string& param
           "invalid_value");
     }
     std::string part_text;
-    if (json::Check error = read_required_string(fields, "text", part_param, part_text)) {
+    if (api::json::Check error = read_required_string(fields, "text", part_param, part_text)) {
       return error;
     }
     append_line(out, part_text, has_text);
@@ -144,33 +146,33 @@ json::Check read_text_parts(const json::element& value, const std::string& param
   return std::nullopt;
 }
 
-json::Check read_message(json::object& fields, const std::string& param,
-                         Conversation& conversation) {
+api::json::Check read_message(api::json::object& fields, const std::string& param,
+                              Conversation& conversation) {
   std::string role;
-  if (json::Check error = read_required_string(fields, "role", param, role)) return error;
-  json::element content;
+  if (api::json::Check error = read_required_string(fields, "role", param, role)) return error;
+  api::json::element content;
   if (fields["content"].get(content) != simdjson::SUCCESS || content.is_null()) {
-    return invalid_request(param + ".content", "Each message needs 'content'",
-                           "missing_required_parameter");
+    return api::invalid_request(param + ".content", "Each message needs 'content'",
+                                "missing_required_parameter");
   }
   std::string text;
-  if (json::Check error = read_text_parts(content, param + ".content",
-                                          {"input_text", "output_text", "text"}, text)) {
+  if (api::json::Check error = read_text_parts(content, param + ".content",
+                                               {"input_text", "output_text", "text"}, text)) {
     return error;
   }
   if (role == "assistant") {
     conversation.add_assistant_text(std::move(text));
     return std::nullopt;
   }
-  ChatMessage message;
+  api::ChatMessage message;
   if (role == "user") {
-    message.role = ChatRole::user;
+    message.role = api::ChatRole::user;
   } else if (role == "system") {
-    message.role = ChatRole::system;
+    message.role = api::ChatRole::system;
   } else if (role == "developer") {
-    message.role = ChatRole::developer;
+    message.role = api::ChatRole::developer;
   } else {
-    return invalid_request(
+    return api::invalid_request(
         param + ".role",
         fmt::format("Invalid role '{}': expected user, system, developer or assistant", role),
         "invalid_value");
@@ -182,38 +184,40 @@ json::Check read_message(json::object& fields, const std::string& param,
 
 // {"id": call_id, "type": "function", "function": {"name", "arguments"}}, as chat messages
 // carry tool calls; the arguments stay JSON text.
-json::Check read_function_call(json::object& fields, const std::string& param,
-                               Conversation& conversation) {
+api::json::Check read_function_call(api::json::object& fields, const std::string& param,
+                                    Conversation& conversation) {
   std::string call_id;
   std::string name;
   std::string arguments;
-  if (json::Check error = read_required_string(fields, "call_id", param, call_id)) return error;
-  if (json::Check error = read_required_string(fields, "name", param, name)) return error;
-  if (json::Check error = read_required_string(fields, "arguments", param, arguments)) {
+  if (api::json::Check error = read_required_string(fields, "call_id", param, call_id))
+    return error;
+  if (api::json::Check error = read_required_string(fields, "name", param, name)) return error;
+  if (api::json::Check error = read_required_string(fields, "arguments", param, arguments)) {
     return error;
   }
   std::string call;
-  openai::JsonWriter json(call);
+  api::JsonWriter json(call);
   json.begin_object().field("id", call_id).field("type", "function").key("function");
   json.begin_object().field("name", name).field("arguments", arguments).end_object().end_object();
   conversation.add_call(std::move(call));
   return std::nullopt;
 }
 
-json::Check read_function_call_output(json::object& fields, const std::string& param,
-                                      Conversation& conversation) {
-  ChatMessage result;
-  result.role = ChatRole::tool;
-  if (json::Check error = read_required_string(fields, "call_id", param, result.tool_call_id)) {
+api::json::Check read_function_call_output(api::json::object& fields, const std::string& param,
+                                           Conversation& conversation) {
+  api::ChatMessage result;
+  result.role = api::ChatRole::tool;
+  if (api::json::Check error =
+          read_required_string(fields, "call_id", param, result.tool_call_id)) {
     return error;
   }
-  json::element output;
+  api::json::element output;
   if (fields["output"].get(output) != simdjson::SUCCESS || output.is_null()) {
-    return invalid_request(param + ".output", "Missing required field 'output'",
-                           "missing_required_parameter");
+    return api::invalid_request(param + ".output", "Missing required field 'output'",
+                                "missing_required_parameter");
   }
   std::string text;
-  if (json::Check error =
+  if (api::json::Check error =
           read_text_parts(output, param + ".output", {"input_text", "output_text"}, text)) {
     return error;
   }
@@ -224,16 +228,16 @@ json::Check read_function_call_output(json::object& fields, const std::string& p
 
 // The reasoning's own text when the item has it; else its summary. encrypted_content is
 // OpenAI's own and means nothing to another model.
-json::Check read_reasoning(json::object& fields, const std::string& param,
-                           Conversation& conversation) {
+api::json::Check read_reasoning(api::json::object& fields, const std::string& param,
+                                Conversation& conversation) {
   std::string text;
   for (const std::string_view key : {"content", "summary"}) {
-    json::element parts;
+    api::json::element parts;
     if (fields[key].get(parts) != simdjson::SUCCESS || parts.is_null()) continue;
     const std::string_view type = key == "content" ? "reasoning_text" : "summary_text";
     if (!parts.is_array())
-      return json::wrong_type(fmt::format("{}.{}", param, key), "array", parts);
-    if (json::Check error =
+      return api::json::wrong_type(fmt::format("{}.{}", param, key), "array", parts);
+    if (api::json::Check error =
             read_text_parts(parts, fmt::format("{}.{}", param, key), {type}, text)) {
       return error;
     }
@@ -243,16 +247,18 @@ json::Check read_reasoning(json::object& fields, const std::string& param,
   return std::nullopt;
 }
 
-json::Check read_item(const json::element& value, std::size_t index, Conversation& conversation) {
+api::json::Check read_item(const api::json::element& value, std::size_t index,
+                           Conversation& conversation) {
   const std::string param = fmt::format("input[{}]", index);
-  json::object fields;
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type(param, "object", value);
+    return api::json::wrong_type(param, "object", value);
   }
   std::string type = "message";  // an "easy input message" leaves the type out
-  json::element type_value;
+  api::json::element type_value;
   if (fields["type"].get(type_value) == simdjson::SUCCESS && !type_value.is_null()) {
-    if (json::Check error = json::read_string(type_value, param + ".type", type)) return error;
+    if (api::json::Check error = api::json::read_string(type_value, param + ".type", type))
+      return error;
   }
   if (type == "message") return read_message(fields, param, conversation);
   if (type == "function_call") return read_function_call(fields, param, conversation);
@@ -260,33 +266,34 @@ json::Check read_item(const json::element& value, std::size_t index, Conversatio
     return read_function_call_output(fields, param, conversation);
   }
   if (type == "reasoning") return read_reasoning(fields, param, conversation);
-  return invalid_request(param + ".type",
-                         fmt::format("Input items of type '{}' are not supported: tern takes "
-                                     "message, function_call, function_call_output and "
-                                     "reasoning items",
-                                     type),
-                         "invalid_value");
+  return api::invalid_request(param + ".type",
+                              fmt::format("Input items of type '{}' are not supported: tern takes "
+                                          "message, function_call, function_call_output and "
+                                          "reasoning items",
+                                          type),
+                              "invalid_value");
 }
 
 }  // namespace
 
-json::Check read_input(const json::element& value, std::vector<ChatMessage>& messages) {
+api::json::Check read_input(const api::json::element& value,
+                            std::vector<api::ChatMessage>& messages) {
   std::string_view text;
   if (value.get_string().get(text) == simdjson::SUCCESS) {
-    ChatMessage message;
-    message.role = ChatRole::user;
+    api::ChatMessage message;
+    message.role = api::ChatRole::user;
     message.content = std::string(text);
     messages.push_back(std::move(message));
     return std::nullopt;
   }
-  json::array items;
+  api::json::array items;
   if (value.get_array().get(items) != simdjson::SUCCESS) {
-    return json::wrong_type("input", "string or array of input items", value);
+    return api::json::wrong_type("input", "string or array of input items", value);
   }
   Conversation conversation(messages);
   std::size_t index = 0;
-  for (json::element item : items) {
-    if (json::Check error = read_item(item, index++, conversation)) return error;
+  for (api::json::element item : items) {
+    if (api::json::Check error = read_item(item, index++, conversation)) return error;
   }
   conversation.flush();
   return std::nullopt;

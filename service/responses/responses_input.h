@@ -3,12 +3,12 @@
 // Internal to the Responses parser: `input` (a string, or items) as chat messages.
 #include <vector>
 
-#include "service/openai/chat_request.h"
-#include "service/openai/json_reader.h"
+#include "service/api/chat_request.h"
+#include "service/api/json_reader.h"
 
 namespace tern::service::responses {
 
-namespace json = openai::json;
+namespace json = api::json;
 
 // A string is one user message. Items, in order:
 // - `message` (role user, system, developer or assistant; content a string or input_text /
@@ -19,6 +19,7 @@ namespace json = openai::json;
 // - `reasoning`: its reasoning_text content (else its summary texts) becomes the
 //   reasoning_content of the assistant turn that follows it, and is dropped when none does.
 // Other item types (hosted tool calls, item_reference, images) are a 400 naming the item.
-json::Check read_input(const json::element& value, std::vector<openai::ChatMessage>& messages);
+api::json::Check read_input(const api::json::element& value,
+                            std::vector<api::ChatMessage>& messages);
 
 }  // namespace tern::service::responses

@@ -2,22 +2,21 @@
 
 #include <fmt/format.h>
 
-#include "service/openai/chat_messages_field.h"
-#include "service/openai/json_writer.h"
-#include "service/openai/structured_output_fields.h"
-#include "service/openai/unimplemented_fields.h"
+#include "service/api/json_writer.h"
+#include "service/api/reasoning_effort.h"
+#include "service/api/structured_output_fields.h"
 #include "service/responses/responses_input.h"
 
 namespace tern::service::responses {
 namespace {
 
-using openai::invalid_request;
-using openai::not_implemented;
+using api::invalid_request;
+using api::not_implemented;
 
-json::Check read_optional_string(const json::element& value, std::string_view param,
-                                 std::optional<std::string>& out) {
+api::json::Check read_optional_string(const api::json::element& value, std::string_view param,
+                                      std::optional<std::string>& out) {
   std::string text;
-  if (json::Check error = json::read_string(value, param, text)) return error;
+  if (api::json::Check error = api::json::read_string(value, param, text)) return error;
   out = std::move(text);
   return std::nullopt;
 }
@@ -26,54 +25,55 @@ json::Check read_optional_string(const json::element& value, std::string_view pa
 // tools for the template. Codex also sends tools that OpenAI runs or that need their own
 // output format (web_search, local_shell, custom, ...): tern can run none of them and the model
 // is not told of them, so they are dropped rather than refused.
-json::Check read_tools(const json::element& value, ResponsesRequest& request) {
-  json::array tools;
+api::json::Check read_tools(const api::json::element& value, ResponsesRequest& request) {
+  api::json::array tools;
   if (value.get_array().get(tools) != simdjson::SUCCESS) {
-    return json::wrong_type("tools", "array", value);
+    return api::json::wrong_type("tools", "array", value);
   }
   std::string chat_tools;
-  openai::JsonWriter chat(chat_tools);
+  api::JsonWriter chat(chat_tools);
   chat.begin_array();
   std::string echoed;
-  openai::JsonWriter echo(echoed);
+  api::JsonWriter echo(echoed);
   echo.begin_array();
   bool any = false;
   std::size_t index = 0;
-  for (json::element tool : tools) {
+  for (api::json::element tool : tools) {
     const std::string param = fmt::format("tools[{}]", index++);
-    json::object fields;
+    api::json::object fields;
     if (tool.get_object().get(fields) != simdjson::SUCCESS) {
-      return json::wrong_type(param, "object", tool);
+      return api::json::wrong_type(param, "object", tool);
     }
     std::string_view type;
     if (fields["type"].get_string().get(type) != simdjson::SUCCESS) {
-      return invalid_request(param + ".type", "Each tool needs a string 'type'",
-                             "missing_required_parameter");
+      return api::invalid_request(param + ".type", "Each tool needs a string 'type'",
+                                  "missing_required_parameter");
     }
     if (type != "function") continue;
     std::string_view name;
     if (fields["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
-      return invalid_request(param + ".name", "Each function tool needs a non-empty string 'name'",
-                             "missing_required_parameter");
+      return api::invalid_request(param + ".name",
+                                  "Each function tool needs a non-empty string 'name'",
+                                  "missing_required_parameter");
     }
     chat.begin_object().field("type", "function").key("function").begin_object();
     chat.field("name", name);
-    json::element description;
+    api::json::element description;
     if (fields["description"].get(description) == simdjson::SUCCESS && !description.is_null()) {
       if (!description.is_string()) {
-        return json::wrong_type(param + ".description", "string", description);
+        return api::json::wrong_type(param + ".description", "string", description);
       }
-      chat.key("description").raw(json::to_json(description));
+      chat.key("description").raw(api::json::to_json(description));
     }
-    json::element parameters;
+    api::json::element parameters;
     if (fields["parameters"].get(parameters) == simdjson::SUCCESS && !parameters.is_null()) {
       if (!parameters.is_object()) {
-        return json::wrong_type(param + ".parameters", "object", parameters);
+        return api::json::wrong_type(param + ".parameters", "object", parameters);
       }
-      chat.key("parameters").raw(json::to_json(parameters));
+      chat.key("parameters").raw(api::json::to_json(parameters));
     }
     chat.end_object().end_object();
-    echo.raw(json::to_json(tool));
+    echo.raw(api::json::to_json(tool));
     any = true;
   }
   chat.end_array();
@@ -83,27 +83,27 @@ json::Check read_tools(const json::element& value, ResponsesRequest& request) {
   return std::nullopt;
 }
 
-json::Check read_tool_choice(const json::element& value, ResponsesRequest& request) {
+api::json::Check read_tool_choice(const api::json::element& value, ResponsesRequest& request) {
   std::string_view mode;
   if (value.get_string().get(mode) != simdjson::SUCCESS) {
-    if (!value.is_object()) return json::wrong_type("tool_choice", "string or object", value);
+    if (!value.is_object()) return api::json::wrong_type("tool_choice", "string or object", value);
     std::string_view type;
     std::string_view name;
     if (value["type"].get_string().get(type) == simdjson::SUCCESS && type == "function" &&
         value["name"].get_string().get(name) == simdjson::SUCCESS && !name.empty()) {
       request.tool_call_required = true;
       request.required_tool.assign(name);
-      request.settings.tool_choice_json = json::to_json(value);
+      request.settings.tool_choice_json = api::json::to_json(value);
       request.tool_choice_json = "\"required\"";
       return std::nullopt;
     }
     // allowed_tools or a hosted tool: each limits the calls in ways tern does not.
-    return not_implemented("tool_choice",
-                           "'tool_choice' as an object is supported only as {\"type\": "
-                           "\"function\", \"name\": ...}; use 'auto', 'required' or 'none'");
+    return api::not_implemented("tool_choice",
+                                "'tool_choice' as an object is supported only as {\"type\": "
+                                "\"function\", \"name\": ...}; use 'auto', 'required' or 'none'");
   }
   if (mode != "auto" && mode != "none" && mode != "required") {
-    return invalid_request(
+    return api::invalid_request(
         "tool_choice",
         fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
         "invalid_value");
@@ -116,17 +116,17 @@ json::Check read_tool_choice(const json::element& value, ResponsesRequest& reque
 
 // reasoning.effort as the chat door's reasoning_effort maps it: a budget of reasoning tokens.
 // reasoning.summary is accepted: tern returns the reasoning itself, never a summary.
-json::Check read_reasoning(const json::element& value, ResponsesRequest& request) {
-  json::object fields;
+api::json::Check read_reasoning(const api::json::element& value, ResponsesRequest& request) {
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("reasoning", "object", value);
+    return api::json::wrong_type("reasoning", "object", value);
   }
-  json::element effort_value;
+  api::json::element effort_value;
   if (fields["effort"].get(effort_value) != simdjson::SUCCESS || effort_value.is_null()) {
     return std::nullopt;
   }
-  if (json::Check error = openai::read_reasoning_effort(effort_value, "reasoning.effort",
-                                                        request.reasoning_budget_tokens)) {
+  if (api::json::Check error = api::read_reasoning_effort(effort_value, "reasoning.effort",
+                                                          request.reasoning_budget_tokens)) {
     return error;
   }
   std::string effort(std::string_view(effort_value.get_string().value_unsafe()));
@@ -135,16 +135,16 @@ json::Check read_reasoning(const json::element& value, ResponsesRequest& request
 }
 
 // text.format asks for structured outputs; text.verbosity only tunes length.
-json::Check read_text(const json::element& value, engine::grammar::GrammarSpec& spec,
-                      ResponseSettings& settings) {
-  json::object fields;
+api::json::Check read_text(const api::json::element& value, engine::grammar::GrammarSpec& spec,
+                           ResponseSettings& settings) {
+  api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
-    return json::wrong_type("text", "object", value);
+    return api::json::wrong_type("text", "object", value);
   }
-  json::element format;
+  api::json::element format;
   if (fields["format"].get(format) != simdjson::SUCCESS || format.is_null()) return std::nullopt;
-  if (json::Check error = openai::read_text_format(format, "text.format", spec)) return error;
-  settings.text_format_json = json::to_json(format);
+  if (api::json::Check error = api::read_text_format(format, "text.format", spec)) return error;
+  settings.text_format_json = api::json::to_json(format);
   return std::nullopt;
 }
 
@@ -157,16 +157,16 @@ std::size_t character_count(std::string_view text) {
 
 // OpenAI's bounds: at most 16 pairs, keys up to 64 characters, string values up to 512. The
 // object is stored with the response and returned by every GET, so it must stay small.
-json::Check read_metadata(const json::element& value, ResponseSettings& settings) {
+api::json::Check read_metadata(const api::json::element& value, ResponseSettings& settings) {
   constexpr std::size_t kMaxPairs = 16;
   constexpr std::size_t kMaxKey = 64;
   constexpr std::size_t kMaxValue = 512;
-  json::object pairs;
+  api::json::object pairs;
   if (value.get_object().get(pairs) != simdjson::SUCCESS) {
-    return json::wrong_type("metadata", "object", value);
+    return api::json::wrong_type("metadata", "object", value);
   }
   if (pairs.size() > kMaxPairs) {
-    return invalid_request(
+    return api::invalid_request(
         "metadata",
         fmt::format("Invalid 'metadata': too many properties. Expected an object "
                     "with at most {} properties, but got {}",
@@ -175,62 +175,64 @@ json::Check read_metadata(const json::element& value, ResponseSettings& settings
   }
   for (auto [key, pair_value] : pairs) {
     if (character_count(key) > kMaxKey) {
-      return invalid_request("metadata",
-                             fmt::format("Invalid 'metadata': a key of {} characters; keys have at "
-                                         "most {} characters",
-                                         character_count(key), kMaxKey),
-                             "invalid_value");
+      return api::invalid_request(
+          "metadata",
+          fmt::format("Invalid 'metadata': a key of {} characters; keys have at "
+                      "most {} characters",
+                      character_count(key), kMaxKey),
+          "invalid_value");
     }
     const std::string param = fmt::format("metadata.{}", key);
     std::string_view text;
     if (pair_value.get_string().get(text) != simdjson::SUCCESS) {
-      return json::wrong_type(param, "string", pair_value);
+      return api::json::wrong_type(param, "string", pair_value);
     }
     if (character_count(text) > kMaxValue) {
-      return invalid_request(param,
-                             fmt::format("Invalid '{}': string too long. Expected a string with "
-                                         "maximum length {}, but got a string with length {}",
-                                         param, kMaxValue, character_count(text)),
-                             "string_above_max_length");
+      return api::invalid_request(
+          param,
+          fmt::format("Invalid '{}': string too long. Expected a string with "
+                      "maximum length {}, but got a string with length {}",
+                      param, kMaxValue, character_count(text)),
+          "string_above_max_length");
     }
   }
-  settings.metadata_json = json::to_json(value);
+  settings.metadata_json = api::json::to_json(value);
   return std::nullopt;
 }
 
 // Fields that would change how or what tern answers, and that it cannot do yet.
-json::Check refuse(std::string_view key, const json::element& value) {
+api::json::Check refuse(std::string_view key, const api::json::element& value) {
   if (key == "background") {
     bool background = false;
-    if (json::Check error = json::read_bool(value, key, background)) return error;
+    if (api::json::Check error = api::json::read_bool(value, key, background)) return error;
     if (!background) return std::nullopt;
-    return not_implemented("background", "'background' responses are not supported yet");
+    return api::not_implemented("background", "'background' responses are not supported yet");
   }
   if (key == "conversation") {
-    return not_implemented("conversation",
-                           "'conversation' is not supported: tern keeps no conversations; use "
-                           "'previous_response_id' or send the history in 'input'");
+    return api::not_implemented("conversation",
+                                "'conversation' is not supported: tern keeps no conversations; use "
+                                "'previous_response_id' or send the history in 'input'");
   }
   if (key == "prompt") {
-    return not_implemented("prompt", "'prompt' (stored prompt templates) is not supported");
+    return api::not_implemented("prompt", "'prompt' (stored prompt templates) is not supported");
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view body) {
-  auto root = json::parse_object_body(body);
+api::ApiResult<ResponsesRequest> parse_responses_request(std::string_view body) {
+  auto root = api::json::parse_object_body(body);
   if (!root) return root.error();
   ResponsesRequest request;
-  std::vector<openai::ChatMessage> input;
+  std::vector<api::ChatMessage> input;
   bool has_input = false;
   for (auto [key, value] : *root) {
-    json::Check error;
+    api::json::Check error;
     ResponseSettings& settings = request.settings;
     if (value.is_null()) continue;  // null means "not given", as for the other doors
     if (key == "model") {
-      error = json::read_string(value, key, request.model);
+      error = api::json::read_string(value, key, request.model);
     } else if (key == "input") {
       error = read_input(value, input);
       has_input = true;
@@ -238,22 +240,22 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
       error = read_optional_string(value, key, settings.instructions);
     } else if (key == "max_output_tokens") {
       int tokens = 0;
-      error = json::read_int(value, key, 1, openai::kMaxTokensLimit, tokens);
+      error = api::json::read_int(value, key, 1, api::kMaxTokensLimit, tokens);
       request.sampling.max_tokens = settings.max_output_tokens = tokens;
     } else if (key == "temperature") {
       double temperature = 0;
-      error = json::read_number(value, key, 0.0, 2.0, temperature);
+      error = api::json::read_number(value, key, 0.0, 2.0, temperature);
       request.sampling.temperature = settings.temperature = temperature;
     } else if (key == "top_p") {
       double top_p = 0;
-      error = json::read_number(value, key, 0.0, 1.0, top_p);
+      error = api::json::read_number(value, key, 0.0, 1.0, top_p);
       if (!error && top_p <= 0.0) {
-        error = invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
-                                "invalid_value");
+        error = api::invalid_request("top_p", "Invalid value for 'top_p': must be in (0, 1]",
+                                     "invalid_value");
       }
       request.sampling.top_p = settings.top_p = top_p;
     } else if (key == "stream") {
-      error = json::read_bool(value, key, request.stream);
+      error = api::json::read_bool(value, key, request.stream);
     } else if (key == "tools") {
       error = read_tools(value, request);
     } else if (key == "tool_choice") {
@@ -263,19 +265,19 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
     } else if (key == "text") {
       error = read_text(value, request.structured_output, request.settings);
     } else if (key == "store") {
-      error = json::read_bool(value, key, settings.store);
+      error = api::json::read_bool(value, key, settings.store);
     } else if (key == "previous_response_id") {
       error = read_optional_string(value, key, settings.previous_response_id);
     } else if (key == "metadata") {
       error = read_metadata(value, settings);
     } else if (key == "parallel_tool_calls") {
-      error = json::read_bool(value, key, settings.parallel_tool_calls);
+      error = api::json::read_bool(value, key, settings.parallel_tool_calls);
       request.parallel_tool_calls = settings.parallel_tool_calls;
     } else if (key == "user") {
       error = read_optional_string(value, key, settings.user);
       if (!error) request.user = *settings.user;
     } else if (key == "include") {
-      if (!value.is_array()) error = json::wrong_type(key, "array of strings", value);
+      if (!value.is_array()) error = api::json::wrong_type(key, "array of strings", value);
     } else {
       error = refuse(key, value);
     }
@@ -284,15 +286,15 @@ openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view bod
     if (error) return *std::move(error);
   }
   if (!has_input) {
-    return invalid_request("input", "Missing required parameter: 'input'",
-                           "missing_required_parameter");
+    return api::invalid_request("input", "Missing required parameter: 'input'",
+                                "missing_required_parameter");
   }
   if (input.empty() && !request.settings.previous_response_id) {
-    return invalid_request("input", "'input' must contain at least one item", "invalid_value");
+    return api::invalid_request("input", "'input' must contain at least one item", "invalid_value");
   }
   if (request.settings.instructions) {
-    openai::ChatMessage system;
-    system.role = openai::ChatRole::system;
+    api::ChatMessage system;
+    system.role = api::ChatRole::system;
     system.content = *request.settings.instructions;
     request.messages.push_back(std::move(system));
   }

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "service/openai/api_error.h"
-#include "service/openai/chat_request.h"
+#include "service/api/api_error.h"
+#include "service/api/chat_request.h"
 
 namespace tern::service::responses {
 
@@ -35,13 +35,13 @@ struct ResponseSettings {
 
 // The chat request start_chat runs, and the rest. When `settings.instructions` is set, the first
 // message is their system message; a follow-up's stored conversation goes right after it.
-struct ResponsesRequest : openai::ChatCompletionRequest {
+struct ResponsesRequest : api::ChatRequest {
   ResponseSettings settings;
 
   // Where a previous response's conversation is inserted, and where the part to store begins.
   std::size_t conversation_start() const { return settings.instructions ? 1 : 0; }
 };
 
-openai::ApiResult<ResponsesRequest> parse_responses_request(std::string_view body);
+api::ApiResult<ResponsesRequest> parse_responses_request(std::string_view body);
 
 }  // namespace tern::service::responses

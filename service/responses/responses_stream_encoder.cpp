@@ -4,8 +4,8 @@ namespace tern::service::responses {
 namespace {
 
 // One SSE event, "event: TYPE" and its data line, the JSON object open for the caller's fields
-// after `type` and `sequence_number`; the destructor closes it. JsonWriter escapes line breaks,
-// so one data line always suffices.
+// after `type` and `sequence_number`; the destructor closes it. api::JsonWriter escapes line
+// breaks, so one data line always suffices.
 class Event {
  public:
   Event(std::string& out, std::string_view type, int& sequence) : out_(out), json_(out) {
@@ -21,21 +21,21 @@ class Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
-  openai::JsonWriter& json() { return json_; }
+  api::JsonWriter& json() { return json_; }
 
  private:
   std::string& out_;
-  openai::JsonWriter json_;
+  api::JsonWriter json_;
 };
 
 // item_id, output_index and, for a part's events, content_index.
-void locate(openai::JsonWriter& json, const OutputItem& item, std::size_t output_index,
+void locate(api::JsonWriter& json, const OutputItem& item, std::size_t output_index,
             bool with_content_index) {
   json.field("item_id", item.id).field("output_index", static_cast<std::int64_t>(output_index));
   if (with_content_index) json.field("content_index", 0);
 }
 
-void write_part(openai::JsonWriter& json, const OutputItem& item, std::string_view text) {
+void write_part(api::JsonWriter& json, const OutputItem& item, std::string_view text) {
   json.key("part").begin_object();
   if (item.type == OutputItem::Type::reasoning) {
     json.field("type", "reasoning_text").field("text", text);
@@ -171,7 +171,7 @@ void ResponsesStreamEncoder::done(std::string& out, const Usage& usage) {
   if (on_finished_) on_finished_(meta_.id, encode_response(meta_, settings_, state), output_);
 }
 
-void ResponsesStreamEncoder::error(std::string& out, const openai::ApiError& error) {
+void ResponsesStreamEncoder::error(std::string& out, const api::ApiError& error) {
   close(out, true);
   lifecycle(out, "response.failed",
             ResponseState{ResponseStatus::failed, &output_, nullptr, &error});

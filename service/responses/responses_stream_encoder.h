@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "service/openai/response_common.h"
+#include "service/api/chunk_encoder.h"
+#include "service/api/response_common.h"
 #include "service/responses/response_object.h"
 #include "service/responses/responses_request.h"
 
@@ -27,9 +28,9 @@ namespace tern::service::responses {
 using ResponseFinished = std::function<void(const std::string& id, const std::string& json,
                                             const std::vector<OutputItem>& output)>;
 
-class ResponsesStreamEncoder final : public openai::ChunkEncoder {
+class ResponsesStreamEncoder final : public api::ChunkEncoder {
  public:
-  ResponsesStreamEncoder(openai::ResponseMeta meta, ResponseSettings settings,
+  ResponsesStreamEncoder(api::ResponseMeta meta, ResponseSettings settings,
                          ResponseFinished on_finished)
       : meta_(std::move(meta)),
         settings_(std::move(settings)),
@@ -42,7 +43,7 @@ class ResponsesStreamEncoder final : public openai::ChunkEncoder {
               std::string_view stop_sequence = {}) override;
   void done(std::string& out, const Usage& usage) override;
   // response.failed, with the error as the response's `error`; no [DONE], as OpenAI sends none.
-  void error(std::string& out, const openai::ApiError& error) override;
+  void error(std::string& out, const api::ApiError& error) override;
 
  private:
   void open(std::string& out, OutputItem::Type type);
@@ -51,7 +52,7 @@ class ResponsesStreamEncoder final : public openai::ChunkEncoder {
   void add_call(std::string& out, const ToolCallOutput& call);
   void lifecycle(std::string& out, std::string_view type, const ResponseState& state);
 
-  openai::ResponseMeta meta_;
+  api::ResponseMeta meta_;
   ResponseSettings settings_;
   ResponseFinished on_finished_;
   std::vector<OutputItem> output_;

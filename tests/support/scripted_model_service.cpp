@@ -14,7 +14,7 @@
 
 namespace tern::testing {
 
-namespace openai = service::openai;
+namespace api = service::api;
 using service::ChoiceFinishReason;
 using service::GenerationEvent;
 using service::GenerationStream;
@@ -100,7 +100,7 @@ std::deque<GenerationEvent> token_events(const engine::Tokenizer& tokenizer,
     if (generated == reply.fail_after_tokens) {
       GenerationEvent& error = events.emplace_back();
       error.kind = GenerationEvent::Kind::error;
-      error.error = openai::server_error("The scripted model failed on purpose");
+      error.error = api::server_error("The scripted model failed on purpose");
       break;
     }
     ++generated;
@@ -127,9 +127,9 @@ std::deque<GenerationEvent> token_events(const engine::Tokenizer& tokenizer,
   return events;
 }
 
-bool has_assistant_turn(const std::vector<openai::ChatMessage>& messages) {
-  return std::ranges::any_of(messages, [](const openai::ChatMessage& message) {
-    return message.role == openai::ChatRole::assistant;
+bool has_assistant_turn(const std::vector<api::ChatMessage>& messages) {
+  return std::ranges::any_of(messages, [](const api::ChatMessage& message) {
+    return message.role == api::ChatRole::assistant;
   });
 }
 
@@ -159,10 +159,10 @@ std::vector<service::ModelStats> ScriptedModelService::stats() const {
   return {service::ModelStats{kModel}};
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start_chat(
-    const openai::ChatCompletionRequest& request, std::string& model_id) {
+api::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start_chat(
+    const api::ChatRequest& request, std::string& model_id) {
   if (!request.model.empty() && request.model != kModel) {
-    return openai::model_not_found(request.model);
+    return api::model_not_found(request.model);
   }
   model_id = kModel;
   auto feed = std::make_shared<Feed>();
@@ -191,15 +191,15 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start
       std::make_unique<ScriptedStream>(std::move(feed)), std::move(parsers)));
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start_completion(
-    const openai::CompletionRequest&, std::string&) {
-  return openai::invalid_request("prompt", "The scripted model only answers chat requests");
+api::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start_completion(
+    const api::CompletionRequest&, std::string&) {
+  return api::invalid_request("prompt", "The scripted model only answers chat requests");
 }
 
-openai::ApiResult<service::TokenizeResult> ScriptedModelService::tokenize(
-    const openai::TokenizeRequest& request) {
+api::ApiResult<service::TokenizeResult> ScriptedModelService::tokenize(
+    const api::TokenizeRequest& request) {
   if (!request.model.empty() && request.model != kModel) {
-    return openai::model_not_found(request.model);
+    return api::model_not_found(request.model);
   }
   service::TokenizeResult result;
   result.max_model_len = kContextLength;
@@ -215,10 +215,10 @@ openai::ApiResult<service::TokenizeResult> ScriptedModelService::tokenize(
   return result;
 }
 
-openai::ApiResult<service::DetokenizeResult> ScriptedModelService::detokenize(
-    const openai::DetokenizeRequest& request) {
+api::ApiResult<service::DetokenizeResult> ScriptedModelService::detokenize(
+    const api::DetokenizeRequest& request) {
   if (!request.model.empty() && request.model != kModel) {
-    return openai::model_not_found(request.model);
+    return api::model_not_found(request.model);
   }
   return service::DetokenizeResult{tokenizer_->decode(request.tokens, false)};
 }

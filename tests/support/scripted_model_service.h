@@ -37,15 +37,15 @@ class ScriptedModelService final : public service::ModelService {
   // The prompt is conversation_text() of the messages and tools; its token count is the usage's
   // prompt_tokens and what tokenize() of the same messages returns. A conversation that already
   // holds an assistant turn reports half of its prompt as read from the prefix cache.
-  service::openai::ApiResult<std::unique_ptr<service::GenerationStream>> start_chat(
-      const service::openai::ChatCompletionRequest& request, std::string& model_id) override;
+  service::api::ApiResult<std::unique_ptr<service::GenerationStream>> start_chat(
+      const service::api::ChatRequest& request, std::string& model_id) override;
   // Text completions are not scripted: a 400.
-  service::openai::ApiResult<std::unique_ptr<service::GenerationStream>> start_completion(
-      const service::openai::CompletionRequest& request, std::string& model_id) override;
-  service::openai::ApiResult<service::TokenizeResult> tokenize(
-      const service::openai::TokenizeRequest& request) override;
-  service::openai::ApiResult<service::DetokenizeResult> detokenize(
-      const service::openai::DetokenizeRequest& request) override;
+  service::api::ApiResult<std::unique_ptr<service::GenerationStream>> start_completion(
+      const service::api::CompletionRequest& request, std::string& model_id) override;
+  service::api::ApiResult<service::TokenizeResult> tokenize(
+      const service::api::TokenizeRequest& request) override;
+  service::api::ApiResult<service::DetokenizeResult> detokenize(
+      const service::api::DetokenizeRequest& request) override;
 
   struct Feed;
 

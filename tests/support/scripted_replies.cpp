@@ -7,8 +7,8 @@
 namespace tern::testing {
 namespace {
 
-using service::openai::ChatMessage;
-using service::openai::ChatRole;
+using service::api::ChatMessage;
+using service::api::ChatRole;
 
 std::string lowercase(std::string text) {
   std::ranges::transform(text, text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -78,7 +78,7 @@ std::string conversation_text(const std::vector<ChatMessage>& messages,
   if (!tools_json.empty()) text += "<|im_start|>system\n# Tools\n" + tools_json + "<|im_end|>\n";
   for (const ChatMessage& message : messages) {
     text += "<|im_start|>";
-    text += service::openai::role_name(message.role);
+    text += service::api::role_name(message.role);
     text += "\n";
     if (!message.reasoning_content.empty()) text += think(message.reasoning_content);
     if (message.role == ChatRole::tool) {

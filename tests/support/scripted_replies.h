@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "service/openai/chat_request.h"
+#include "service/api/chat_request.h"
 
 namespace tern::testing {
 
@@ -26,14 +26,14 @@ struct ScriptedReply {
 //   "long"         about 400 tokens of text, to run into max_tokens
 //   "fail midway"  kPlainReply, failing after 4 tokens
 //   anything else  kPlainReply
-ScriptedReply scripted_reply(const std::vector<service::openai::ChatMessage>& messages);
+ScriptedReply scripted_reply(const std::vector<service::api::ChatMessage>& messages);
 
 inline constexpr const char* kPlainReply =
     "Hello from tern: a plain answer with ünïcödé and an emoji 🌍. That is all.";
 
 // A conversation as one text, for counting its tokens: ChatML turns with the tools, reasoning,
 // calls and tool results, ending in the assistant's generation prompt.
-std::string conversation_text(const std::vector<service::openai::ChatMessage>& messages,
+std::string conversation_text(const std::vector<service::api::ChatMessage>& messages,
                               const std::string& tools_json);
 
 }  // namespace tern::testing

@@ -121,7 +121,7 @@ std::vector<ModelStats> FakeModelService::stats() const {
   return {ModelStats{"fake", active_count(), 0, 0.25, 0.5}};
 }
 
-std::vector<openai::ChatMessage> FakeModelService::last_chat_messages() const {
+std::vector<api::ChatMessage> FakeModelService::last_chat_messages() const {
   std::lock_guard lock(mutex_);
   return last_chat_messages_;
 }
@@ -159,15 +159,15 @@ int FakeModelService::active_count() const {
   return static_cast<int>(active_.size());
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
+api::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
     const std::string& model, const std::string& prompt, int choices, std::optional<int> max_tokens,
     std::string& model_id) {
-  if (model == "busy") return openai::too_many_requests("The model's queue is full", 2);
+  if (model == "busy") return api::too_many_requests("The model's queue is full", 2);
   if (!model.empty() && model != "fake" && model != "fake-alias") {
-    return openai::model_not_found(model);
+    return api::model_not_found(model);
   }
   hold_if_asked(prompt);
-  if (prompt.size() > 4000) return openai::context_length_exceeded(4000, 16, 2048);
+  if (prompt.size() > 4000) return api::context_length_exceeded(4000, 16, 2048);
   model_id = model.empty() ? "fake" : model;
   auto state = std::make_shared<State>();
   state->choices = choices;
@@ -191,8 +191,8 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start(
       std::make_unique<FakeStream>(state, cancelled_, blocking_, options_.block_duration));
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_chat(
-    const openai::ChatCompletionRequest& request, std::string& model_id) {
+api::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_chat(
+    const api::ChatRequest& request, std::string& model_id) {
   {
     std::lock_guard lock(mutex_);
     last_chat_messages_ = request.messages;
@@ -202,18 +202,16 @@ openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_cha
   return start(request.model, prompt, request.sampling.n, request.sampling.max_tokens, model_id);
 }
 
-openai::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_completion(
-    const openai::CompletionRequest& request, std::string& model_id) {
+api::ApiResult<std::unique_ptr<GenerationStream>> FakeModelService::start_completion(
+    const api::CompletionRequest& request, std::string& model_id) {
   std::string prompt;
   for (const auto& part : request.prompts) prompt += part.text;
   const int choices = request.sampling.n * static_cast<int>(request.prompts.size());
   return start(request.model, prompt, choices, request.sampling.max_tokens, model_id);
 }
 
-openai::ApiResult<TokenizeResult> FakeModelService::tokenize(
-    const openai::TokenizeRequest& request) {
-  if (!request.model.empty() && request.model != "fake")
-    return openai::model_not_found(request.model);
+api::ApiResult<TokenizeResult> FakeModelService::tokenize(const api::TokenizeRequest& request) {
+  if (!request.model.empty() && request.model != "fake") return api::model_not_found(request.model);
   TokenizeResult result;
   result.max_model_len = 2048;
   std::string text = request.prompt;
@@ -229,12 +227,12 @@ openai::ApiResult<TokenizeResult> FakeModelService::tokenize(
   return result;
 }
 
-openai::ApiResult<DetokenizeResult> FakeModelService::detokenize(
-    const openai::DetokenizeRequest& request) {
+api::ApiResult<DetokenizeResult> FakeModelService::detokenize(
+    const api::DetokenizeRequest& request) {
   DetokenizeResult result;
   for (const std::int32_t token : request.tokens) {
     if (token > 255) {
-      return openai::invalid_request("tokens", fmt::format("Token id {} is out of range", token));
+      return api::invalid_request("tokens", fmt::format("Token id {} is out of range", token));
     }
     result.prompt += static_cast<char>(token);
   }
@@ -259,7 +257,7 @@ void FakeModelService::produce() {
       if (state->fail && state->produced == 1) {
         GenerationEvent error;
         error.kind = GenerationEvent::Kind::error;
-        error.error = openai::server_error("the fake engine failed on purpose");
+        error.error = api::server_error("the fake engine failed on purpose");
         state->push(std::move(error));
         done.push_back(state.get());
         continue;

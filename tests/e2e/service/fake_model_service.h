@@ -41,19 +41,19 @@ class FakeModelService final : public ModelService {
   // concatenated, one token per byte, and /tokenize of messages counts it the same way. A prompt
   // containing "HOLD" (chat, completion or /tokenize) holds its preparation, and so a thread of
   // the server's preparation pool, until release_held().
-  openai::ApiResult<std::unique_ptr<GenerationStream>> start_chat(
-      const openai::ChatCompletionRequest& request, std::string& model_id) override;
-  openai::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
-      const openai::CompletionRequest& request, std::string& model_id) override;
-  openai::ApiResult<TokenizeResult> tokenize(const openai::TokenizeRequest& request) override;
-  openai::ApiResult<DetokenizeResult> detokenize(const openai::DetokenizeRequest& request) override;
+  api::ApiResult<std::unique_ptr<GenerationStream>> start_chat(const api::ChatRequest& request,
+                                                               std::string& model_id) override;
+  api::ApiResult<std::unique_ptr<GenerationStream>> start_completion(
+      const api::CompletionRequest& request, std::string& model_id) override;
+  api::ApiResult<TokenizeResult> tokenize(const api::TokenizeRequest& request) override;
+  api::ApiResult<DetokenizeResult> detokenize(const api::DetokenizeRequest& request) override;
 
   void set_ready(bool ready) { ready_.store(ready); }
   int cancelled_count() const { return cancelled_.load(); }
   int active_count() const;
   int started_count() const { return started_.load(); }
   // The messages of the latest start_chat call, as the server built them.
-  std::vector<openai::ChatMessage> last_chat_messages() const;
+  std::vector<api::ChatMessage> last_chat_messages() const;
   // True while a "BLOCK" stream holds the thread that reads it.
   bool blocking() const { return blocking_.load(); }
   // Preparations of "HOLD" prompts held now, and started so far.
@@ -65,10 +65,10 @@ class FakeModelService final : public ModelService {
   struct State;
 
  private:
-  openai::ApiResult<std::unique_ptr<GenerationStream>> start(const std::string& model,
-                                                             const std::string& prompt, int choices,
-                                                             std::optional<int> max_tokens,
-                                                             std::string& model_id);
+  api::ApiResult<std::unique_ptr<GenerationStream>> start(const std::string& model,
+                                                          const std::string& prompt, int choices,
+                                                          std::optional<int> max_tokens,
+                                                          std::string& model_id);
   void produce();
   // Waits for release_held() when `prompt` asks to be held.
   void hold_if_asked(const std::string& prompt);
@@ -81,7 +81,7 @@ class FakeModelService final : public ModelService {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<std::shared_ptr<State>> active_;
-  std::vector<openai::ChatMessage> last_chat_messages_;  // under mutex_
+  std::vector<api::ChatMessage> last_chat_messages_;  // under mutex_
   bool stopping_ = false;
   int held_ = 0;           // under mutex_
   int holds_started_ = 0;  // under mutex_

@@ -259,13 +259,13 @@ TEST_F(ResponsesTest, PreviousResponseIdContinuesTheConversation) {
                                  id + R"("})");
     ASSERT_EQ(second.result_int(), 200) << second.body();
     EXPECT_TRUE(contains(second.body(), R"("previous_response_id":")" + id + "\""));
-    const std::vector<openai::ChatMessage> messages = fake_->last_chat_messages();
+    const std::vector<api::ChatMessage> messages = fake_->last_chat_messages();
     ASSERT_EQ(messages.size(), 4u);
-    EXPECT_EQ(messages[0].role, openai::ChatRole::system);
+    EXPECT_EQ(messages[0].role, api::ChatRole::system);
     EXPECT_EQ(messages[0].content, "sys2");
-    EXPECT_EQ(messages[1].role, openai::ChatRole::user);
+    EXPECT_EQ(messages[1].role, api::ChatRole::user);
     EXPECT_EQ(messages[1].content, "hello");
-    EXPECT_EQ(messages[2].role, openai::ChatRole::assistant);
+    EXPECT_EQ(messages[2].role, api::ChatRole::assistant);
     EXPECT_EQ(messages[2].content, "tok0 tok1 tok2 tok3 tok4 ");
     EXPECT_EQ(messages[3].content, "more");
 
@@ -285,13 +285,13 @@ TEST_F(ResponsesTest, FunctionCallOutputFollowUp) {
       R"({"model":"fake","previous_response_id":")" + response_id_of(first.body()) +
       R"(","input":[{"type":"function_call_output","call_id":"call_fake0","output":"sunny"}]})");
   ASSERT_EQ(second.result_int(), 200) << second.body();
-  const std::vector<openai::ChatMessage> messages = fake_->last_chat_messages();
+  const std::vector<api::ChatMessage> messages = fake_->last_chat_messages();
   ASSERT_EQ(messages.size(), 3u);
-  EXPECT_EQ(messages[1].role, openai::ChatRole::assistant);
+  EXPECT_EQ(messages[1].role, api::ChatRole::assistant);
   EXPECT_EQ(messages[1].reasoning_content, "think0 think1 ");
   EXPECT_TRUE(contains(messages[1].tool_calls_json, R"("id":"call_fake0")"))
       << messages[1].tool_calls_json;
-  EXPECT_EQ(messages[2].role, openai::ChatRole::tool);
+  EXPECT_EQ(messages[2].role, api::ChatRole::tool);
   EXPECT_EQ(messages[2].tool_call_id, "call_fake0");
   EXPECT_EQ(messages[2].content, "sunny");
 }

@@ -9,7 +9,7 @@
 namespace tern::service::anthropic {
 namespace {
 
-using openai::ChatRole;
+using api::ChatRole;
 
 std::string messages_with(std::string_view fields) {
   return std::string(R"({"max_tokens":16,"messages":[{"role":"user","content":"hi"}])") +
@@ -82,11 +82,11 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
 
   const auto& messages = request->messages;
   ASSERT_EQ(messages.size(), 7u);
-  EXPECT_EQ(messages[0].role, ChatRole::system);
+  EXPECT_EQ(messages[0].role, api::ChatRole::system);
   EXPECT_EQ(messages[0].content, "be brief\nbe kind");
-  EXPECT_EQ(messages[1].role, ChatRole::user);
+  EXPECT_EQ(messages[1].role, api::ChatRole::user);
   EXPECT_EQ(messages[1].content, "weather?\nin Paris");
-  EXPECT_EQ(messages[2].role, ChatRole::assistant);
+  EXPECT_EQ(messages[2].role, api::ChatRole::assistant);
   EXPECT_EQ(messages[2].content, "Checking.");
   EXPECT_EQ(messages[2].reasoning_content, "use the tool");
   EXPECT_EQ(messages[2].tool_calls_json,
@@ -94,14 +94,14 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
             R"("arguments":"{\"city\":\"Paris\",\"days\":[1,2]}"}},)"
             R"({"id":"toolu_2","type":"function","function":{"name":"noop","arguments":"{}"}},)"
             R"({"id":"toolu_3","type":"function","function":{"name":"noop","arguments":"{}"}}])");
-  EXPECT_EQ(messages[3].role, ChatRole::tool);
+  EXPECT_EQ(messages[3].role, api::ChatRole::tool);
   EXPECT_EQ(messages[3].tool_call_id, "toolu_1");
   EXPECT_EQ(messages[3].content, "sunny");
   EXPECT_EQ(messages[4].tool_call_id, "toolu_2");
   EXPECT_EQ(messages[4].content, "a\nb");
   EXPECT_EQ(messages[5].tool_call_id, "toolu_3");
   EXPECT_EQ(messages[5].content, "");
-  EXPECT_EQ(messages[6].role, ChatRole::user);
+  EXPECT_EQ(messages[6].role, api::ChatRole::user);
   EXPECT_EQ(messages[6].content, "thanks");
 }
 
@@ -142,7 +142,7 @@ TEST(AnthropicRequestTest, SystemStringComesFirstWhereverItIsInTheBody) {
       R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"system":"sys"})");
   ASSERT_TRUE(request.ok()) << request.error().message;
   ASSERT_EQ(request->messages.size(), 2u);
-  EXPECT_EQ(request->messages[0].role, ChatRole::system);
+  EXPECT_EQ(request->messages[0].role, api::ChatRole::system);
   EXPECT_EQ(request->messages[0].content, "sys");
   EXPECT_EQ(request->messages[1].content, "hi");
   // An empty system prompt adds no message; defaults stay the model's.
@@ -165,7 +165,7 @@ TEST(AnthropicRequestTest, AssistantTurnThatOnlyCallsToolsHasNoContent) {
   EXPECT_FALSE(calls->messages[1].content.has_value());
   EXPECT_EQ(calls->messages[1].tool_calls_json,
             R"([{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}])");
-  EXPECT_EQ(calls->messages[2].role, ChatRole::tool);
+  EXPECT_EQ(calls->messages[2].role, api::ChatRole::tool);
   EXPECT_TRUE(calls->add_generation_prompt);
 }
 
@@ -295,7 +295,7 @@ TEST(AnthropicRequestTest, CountTokensNeedsNoMaxTokens) {
   EXPECT_EQ(request->model, "m");
   EXPECT_TRUE(request->is_chat);
   ASSERT_EQ(request->messages.size(), 2u);
-  EXPECT_EQ(request->messages[0].role, ChatRole::system);
+  EXPECT_EQ(request->messages[0].role, api::ChatRole::system);
   EXPECT_EQ(request->tools_json,
             R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])");
   EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":true})");

@@ -11,7 +11,7 @@
 namespace tern::service::anthropic {
 namespace {
 
-const openai::ResponseMeta kMeta{"msg_1", 1700000000, "m"};
+const api::ResponseMeta kMeta{"msg_1", 1700000000, "m"};
 
 std::string event(std::string_view name, std::string_view data) {
   return "event: " + std::string(name) + "\ndata: " + std::string(data) + "\n\n";
@@ -57,10 +57,10 @@ GenerationEvent output(std::string reasoning, std::string text,
 }
 
 TEST(AnthropicErrorTest, ShapeAndTypeByStatus) {
-  EXPECT_EQ(error_body(openai::invalid_request("max_tokens", "Missing required parameter")),
+  EXPECT_EQ(error_body(api::invalid_request("max_tokens", "Missing required parameter")),
             R"({"type":"error","error":{"type":"invalid_request_error",)"
             R"("message":"max_tokens: Missing required parameter"}})");
-  EXPECT_EQ(error_body(openai::server_error("boom")),
+  EXPECT_EQ(error_body(api::server_error("boom")),
             R"({"type":"error","error":{"type":"api_error","message":"boom"}})");
   EXPECT_EQ(error_type(400), "invalid_request_error");
   EXPECT_EQ(error_type(401), "authentication_error");
@@ -87,7 +87,7 @@ TEST(AnthropicResponseTest, IdsAndStopReasons) {
 }
 
 TEST(AnthropicResponseTest, MessageWithThinkingTextAndToolUse) {
-  std::vector<openai::ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].reasoning = "think";
   choices[0].text = "Let me check.";
   choices[0].tool_calls = {{0, "a1", "get_weather", R"({"city":"Paris"})"}, {1, "a2", "noop", ""}};
@@ -104,7 +104,7 @@ TEST(AnthropicResponseTest, MessageWithThinkingTextAndToolUse) {
 
 // Text the model wrote after a call used to be moved before it in a non-streamed message.
 TEST(AnthropicResponseTest, TextAfterACallStaysAfterIt) {
-  std::vector<openai::ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "Let me check.Done.";
   choices[0].tool_calls = {{0, "a1", "f", R"({})"}};
   choices[0].tool_call_text_offsets = {13};
@@ -117,7 +117,7 @@ TEST(AnthropicResponseTest, TextAfterACallStaysAfterIt) {
 }
 
 TEST(AnthropicResponseTest, MessageWithTextOnlyOrNothing) {
-  std::vector<openai::ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "Hi \"there\"";
   choices[0].finish_reason = ChoiceFinishReason::length;
   EXPECT_EQ(encode_message(kMeta, choices, Usage{2, 1, 0}),
@@ -158,7 +158,7 @@ TEST(AnthropicStreamTest, AStopStringIsReportedAsTheStopSequence) {
   EXPECT_NE(out.find(R"("delta":{"stop_reason":"stop_sequence","stop_sequence":"three"})"),
             std::string::npos)
       << out;
-  std::vector<openai::ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "one, two";
   choices[0].stop_sequence = "three";
   const std::string body = encode_message(kMeta, choices, Usage{5, 2, 0});
@@ -231,7 +231,7 @@ TEST(AnthropicStreamTest, PingAndErrorMidStream) {
   encoder.start(out, 5);
   encoder.keepalive(out);
   encoder.delta(out, output("", "partial"));
-  encoder.error(out, openai::service_unavailable("The server is shutting down"));
+  encoder.error(out, api::service_unavailable("The server is shutting down"));
   EXPECT_EQ(out, kMessageStart + event("ping", R"({"type":"ping"})") +
                      block_start(0, R"({"type":"text","text":""})") +
                      block_delta(0, R"({"type":"text_delta","text":"partial"})") +

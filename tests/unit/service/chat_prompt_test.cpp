@@ -9,8 +9,9 @@
 
 #include "engine/chat/model_chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "service/api/chat_request.h"
 #include "service/chat_prompt.h"
-#include "service/openai/chat_request.h"
+#include "service/openai/chat_completion_parser.h"
 
 namespace tern::service {
 namespace {
@@ -26,8 +27,8 @@ engine::ModelChatTemplate chat_template_of(std::optional<std::string> source) {
   return std::move(*loaded);
 }
 
-openai::ApiResult<std::string> render(const engine::ModelChatTemplate& chat_template,
-                                      std::string_view body) {
+api::ApiResult<std::string> render(const engine::ModelChatTemplate& chat_template,
+                                   std::string_view body) {
   auto request = openai::parse_chat_completion_request(body);
   if (!request) return request.error();
   return render_chat_prompt(

@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "service/openai/chat_request.h"
-#include "service/openai/completion_request.h"
-#include "service/openai/tokenize_request.h"
+#include "service/api/chat_request.h"
+#include "service/api/completion_request.h"
+#include "service/api/tokenize_request.h"
+#include "service/openai/chat_completion_parser.h"
+#include "service/openai/completion_parser.h"
+#include "service/openai/tokenize_parser.h"
 
 namespace tern::service::openai {
 namespace {
@@ -60,16 +63,16 @@ TEST(ChatRequestTest, ParsesEveryField) {
   EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":false})");
   EXPECT_EQ(request->tool_choice_json, R"("auto")");
   EXPECT_FALSE(request->parallel_tool_calls);
-  EXPECT_EQ(request->reasoning_budget_tokens, kLowReasoningEffortTokens);
+  EXPECT_EQ(request->reasoning_budget_tokens, api::kLowReasoningEffortTokens);
   EXPECT_EQ(request->tools_json,
             R"([{"type":"function","function":{"name":"f","parameters":{}}}])");
   ASSERT_EQ(request->messages.size(), 4u);
-  EXPECT_EQ(request->messages[0].role, ChatRole::system);
+  EXPECT_EQ(request->messages[0].role, api::ChatRole::system);
   EXPECT_EQ(request->messages[1].content, "a\nb");
   EXPECT_FALSE(request->messages[2].content.has_value());
   EXPECT_EQ(request->messages[2].tool_calls_json,
             R"([{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}])");
-  EXPECT_EQ(request->messages[3].role, ChatRole::tool);
+  EXPECT_EQ(request->messages[3].role, api::ChatRole::tool);
   EXPECT_EQ(request->messages[3].tool_call_id, "c1");
 }
 
@@ -82,7 +85,7 @@ TEST(ChatRequestTest, ReasoningEffortIsABudget) {
   };
   EXPECT_EQ(budget("none"), 0);
   EXPECT_EQ(budget("minimal"), 0);
-  EXPECT_EQ(budget("medium"), kMediumReasoningEffortTokens);
+  EXPECT_EQ(budget("medium"), api::kMediumReasoningEffortTokens);
   EXPECT_EQ(budget("high"), std::nullopt);
   const auto bad = parse_chat_completion_request(
       R"({"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"max"})");

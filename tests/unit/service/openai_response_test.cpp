@@ -1,22 +1,22 @@
 // Response encoding against exact strings in OpenAI's format.
 #include <gtest/gtest.h>
 
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
+#include "service/api/json_writer.h"
 #include "service/openai/chat_response.h"
 #include "service/openai/completion_response.h"
-#include "service/openai/json_writer.h"
 #include "service/openai/models_response.h"
 
 namespace tern::service::openai {
 namespace {
 
-const ResponseMeta kMeta{"chatcmpl-1", 1700000000, "m"};
+const api::ResponseMeta kMeta{"chatcmpl-1", 1700000000, "m"};
 const std::string kChunk =
     R"(data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[)";
 
 TEST(JsonWriterTest, EscapesAndRepairsUtf8) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   json.begin_object()
       .field("text", std::string_view("a\"b\\c\n\t\x01 é 😀 \xff \xe2\x82"))
       .key("list")
@@ -43,13 +43,13 @@ TEST(JsonWriterTest, RejectsOverlongAndSurrogates) {
 }
 
 TEST(ApiErrorTest, OpenAiShape) {
-  EXPECT_EQ(encode_error(invalid_request("messages", "bad", "invalid_value")),
+  EXPECT_EQ(api::encode_error(api::invalid_request("messages", "bad", "invalid_value")),
             R"({"error":{"message":"bad","type":"invalid_request_error","param":"messages",)"
             R"("code":"invalid_value"}})");
-  EXPECT_EQ(encode_error(invalid_api_key()),
+  EXPECT_EQ(api::encode_error(api::invalid_api_key()),
             R"({"error":{"message":"Incorrect API key provided","type":"authentication_error",)"
             R"("param":null,"code":"invalid_api_key"}})");
-  const ApiError context = context_length_exceeded(3000, 100, 2048);
+  const api::ApiError context = api::context_length_exceeded(3000, 100, 2048);
   EXPECT_EQ(context.code, "context_length_exceeded");
   EXPECT_NE(context.message.find("maximum context length is 2048 tokens"), std::string::npos);
   EXPECT_NE(context.message.find("3100 tokens (3000 in the messages, 100 in the completion)"),
@@ -57,7 +57,7 @@ TEST(ApiErrorTest, OpenAiShape) {
 }
 
 TEST(ChatResponseTest, NonStreamed) {
-  std::vector<ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "Hi";
   choices[0].finish_reason = ChoiceFinishReason::length;
   EXPECT_EQ(
@@ -70,7 +70,7 @@ TEST(ChatResponseTest, NonStreamed) {
 
 TEST(ChatResponseTest, Logprobs) {
   std::string out;
-  JsonWriter json(out);
+  api::JsonWriter json(out);
   write_chat_logprobs(json, {TokenLogprob{"Hi", -0.25, {{"Hi", -0.25}, {"Yo", -1.5}}}});
   EXPECT_EQ(out, R"({"content":[{"token":"Hi","logprob":-0.25,"bytes":[72,105],"top_logprobs":[)"
                  R"({"token":"Hi","logprob":-0.25,"bytes":[72,105]},)"
@@ -109,7 +109,7 @@ TEST(ChatResponseTest, StreamsReasoningThenContentThenEachToolCallInTwoFragments
 }
 
 TEST(ChatResponseTest, NonStreamedToolCallsHaveNullContent) {
-  std::vector<ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].reasoning = "hmm";
   choices[0].tool_calls.push_back(ToolCallOutput{0, "x1", "f", R"({"a":1})"});
   choices[0].finish_reason = ChoiceFinishReason::tool_calls;
@@ -168,7 +168,7 @@ TEST(ChatResponseTest, UsageChunkWhenRequested) {
 }
 
 TEST(CompletionResponseTest, NonStreamedWithLogprobs) {
-  std::vector<ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "ab";
   choices[0].logprobs = {TokenLogprob{"a", -1, {{"a", -1}}}, TokenLogprob{"b", -2, {{"b", -2}}}};
   EXPECT_EQ(encode_text_completion({"cmpl-1", 5, "m"}, choices, Usage{1, 2, 0}, 1),
@@ -182,7 +182,7 @@ TEST(CompletionResponseTest, NonStreamedWithLogprobs) {
 // With echo the text starts with the prompt, and text_offset counts from the start of the text
 // (as the streamed chunks do). It used to start at 0.
 TEST(CompletionResponseTest, NonStreamedTextOffsetsCountTheEchoedPrompt) {
-  std::vector<ChoiceOutput> choices(1);
+  std::vector<api::ChoiceOutput> choices(1);
   choices[0].text = "Once ab";
   choices[0].logprobs = {TokenLogprob{"a", -1, {}}, TokenLogprob{"b", -2, {}}};
   choices[0].logprobs_text_offset = 5;
@@ -228,8 +228,8 @@ TEST(ModelsResponseTest, ListAndObject) {
 }
 
 TEST(ResponseIdTest, PrefixAndUniqueness) {
-  const std::string a = make_response_id("chatcmpl");
-  const std::string b = make_response_id("chatcmpl");
+  const std::string a = api::make_response_id("chatcmpl");
+  const std::string b = api::make_response_id("chatcmpl");
   EXPECT_EQ(a.rfind("chatcmpl-", 0), 0u);
   EXPECT_EQ(a.size(), 9u + 32u);
   EXPECT_NE(a, b);

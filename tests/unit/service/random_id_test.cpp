@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "service/openai/response_common.h"
+#include "service/api/response_common.h"
 #include "service/parsing_generation_stream.h"
 #include "service/request_headers.h"
 
@@ -81,7 +81,7 @@ TEST(RandomIdTest, ResponseIdsCannotBePredictedFromEarlierOnes) {
   std::vector<std::uint64_t> high;
   std::vector<std::uint64_t> low;
   for (std::size_t i = 0; i <= kIds; ++i) {
-    const std::string id = openai::make_response_id("resp");
+    const std::string id = api::make_response_id("resp");
     ASSERT_EQ(id.size(), 5u + 32u);
     high.push_back(hex_word(std::string_view(id).substr(5)));
     low.push_back(hex_word(std::string_view(id).substr(21)));
@@ -101,7 +101,7 @@ TEST(RandomIdTest, ResponseIdsCannotBePredictedFromEarlierOnes) {
 TEST(RandomIdTest, EveryIdCarries128Bits) {
   EXPECT_EQ(new_request_id().size(), 32u);
   EXPECT_EQ(make_tool_call_id().size(), 32u);
-  const std::string response = openai::make_response_id("chatcmpl");
+  const std::string response = api::make_response_id("chatcmpl");
   EXPECT_EQ(response.size(), std::string("chatcmpl-").size() + 32u);
   std::string hex;
   append_random_hex(hex, 100);  // past one chunk

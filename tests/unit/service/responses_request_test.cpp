@@ -9,7 +9,7 @@
 namespace tern::service::responses {
 namespace {
 
-using openai::ChatRole;
+using api::ChatRole;
 
 std::string input_with(std::string_view fields) {
   return std::string(R"({"input":"hi")") + (fields.empty() ? "" : ",") + std::string(fields) + "}";
@@ -37,7 +37,7 @@ TEST(ResponsesRequestTest, StringInputIsOneUserMessage) {
   const ResponsesRequest request = parsed(R"({"model":"m","input":"Hello"})");
   EXPECT_EQ(request.model, "m");
   ASSERT_EQ(request.messages.size(), 1u);
-  EXPECT_EQ(request.messages[0].role, ChatRole::user);
+  EXPECT_EQ(request.messages[0].role, api::ChatRole::user);
   EXPECT_EQ(request.messages[0].content, "Hello");
   EXPECT_EQ(request.conversation_start(), 0u);
   EXPECT_FALSE(request.stream);
@@ -63,9 +63,9 @@ TEST(ResponsesRequestTest, ParsesEveryField) {
     "safety_identifier": "s", "max_tool_calls": 3
   })");
   ASSERT_EQ(request.messages.size(), 2u);
-  EXPECT_EQ(request.messages[0].role, ChatRole::system);
+  EXPECT_EQ(request.messages[0].role, api::ChatRole::system);
   EXPECT_EQ(request.messages[0].content, "Be brief.");
-  EXPECT_EQ(request.messages[1].role, ChatRole::user);
+  EXPECT_EQ(request.messages[1].role, api::ChatRole::user);
   EXPECT_EQ(request.conversation_start(), 1u);
   EXPECT_EQ(request.sampling.max_tokens, 64);
   EXPECT_EQ(request.sampling.temperature, 0.5);
@@ -75,7 +75,7 @@ TEST(ResponsesRequestTest, ParsesEveryField) {
             R"([{"type":"function","function":{"name":"get_weather","description":"By city",)"
             R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
   EXPECT_EQ(request.tool_choice_json, R"("none")");
-  EXPECT_EQ(request.reasoning_budget_tokens, openai::kLowReasoningEffortTokens);
+  EXPECT_EQ(request.reasoning_budget_tokens, api::kLowReasoningEffortTokens);
   EXPECT_EQ(request.user, "u-1");
   const ResponseSettings& settings = request.settings;
   EXPECT_EQ(settings.instructions, "Be brief.");
@@ -102,8 +102,8 @@ TEST(ResponsesRequestTest, ReasoningEffortIsABudget) {
   };
   EXPECT_EQ(budget("none"), 0);
   EXPECT_EQ(budget("minimal"), 0);
-  EXPECT_EQ(budget("low"), openai::kLowReasoningEffortTokens);
-  EXPECT_EQ(budget("medium"), openai::kMediumReasoningEffortTokens);
+  EXPECT_EQ(budget("low"), api::kLowReasoningEffortTokens);
+  EXPECT_EQ(budget("medium"), api::kMediumReasoningEffortTokens);
   EXPECT_EQ(budget("high"), std::nullopt);
   EXPECT_EQ(parsed(input_with(R"("reasoning":{"summary":"auto"})")).reasoning_budget_tokens,
             std::nullopt);
@@ -135,27 +135,27 @@ TEST(ResponsesRequestTest, ItemsBecomeChatTurns) {
   ]})");
   const auto& m = request.messages;
   ASSERT_EQ(m.size(), 9u);
-  EXPECT_EQ(m[0].role, ChatRole::developer);
+  EXPECT_EQ(m[0].role, api::ChatRole::developer);
   EXPECT_EQ(m[0].content, "rules");
-  EXPECT_EQ(m[1].role, ChatRole::user);
+  EXPECT_EQ(m[1].role, api::ChatRole::user);
   EXPECT_EQ(m[1].content, "a\nb");
-  EXPECT_EQ(m[2].role, ChatRole::assistant);
+  EXPECT_EQ(m[2].role, api::ChatRole::assistant);
   EXPECT_EQ(m[2].reasoning_content, "think");
   EXPECT_EQ(m[2].content, "Checking.");
   EXPECT_EQ(m[2].tool_calls_json,
             R"([{"id":"call_1","type":"function","function":{"name":"get_weather",)"
             R"("arguments":"{\"city\":\"Paris\"}"}},{"id":"call_2","type":"function",)"
             R"("function":{"name":"get_time","arguments":"{}"}}])");
-  EXPECT_EQ(m[3].role, ChatRole::tool);
+  EXPECT_EQ(m[3].role, api::ChatRole::tool);
   EXPECT_EQ(m[3].tool_call_id, "call_1");
   EXPECT_EQ(m[3].content, "sunny");
   EXPECT_EQ(m[4].tool_call_id, "call_2");
   EXPECT_EQ(m[4].content, "noon");
-  EXPECT_EQ(m[5].role, ChatRole::assistant);
+  EXPECT_EQ(m[5].role, api::ChatRole::assistant);
   EXPECT_EQ(m[5].reasoning_content, "only a summary");
   EXPECT_FALSE(m[5].content.has_value());  // a turn that only calls tools has no content
   EXPECT_EQ(m[6].tool_call_id, "call_3");
-  EXPECT_EQ(m[7].role, ChatRole::system);
+  EXPECT_EQ(m[7].role, api::ChatRole::system);
   EXPECT_EQ(m[8].content, "thanks");
 }
 
@@ -192,7 +192,7 @@ TEST(ResponsesRequestTest, AcceptsCodexRequests) {
             R"([{"type":"function","name":"shell","description":"Runs a command",)"
             R"("strict":false,"parameters":{"type":"object","properties":{}}}])");
   EXPECT_FALSE(request.settings.store);
-  EXPECT_EQ(request.reasoning_budget_tokens, openai::kMediumReasoningEffortTokens);
+  EXPECT_EQ(request.reasoning_budget_tokens, api::kMediumReasoningEffortTokens);
 }
 
 TEST(ResponsesRequestTest, OnlyNonFunctionToolsMeanNoTools) {

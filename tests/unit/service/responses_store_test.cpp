@@ -17,7 +17,7 @@ using std::chrono::seconds;
 
 StoredResponse response(std::string json, std::string said = {},
                         std::shared_ptr<const StoredResponse> previous = nullptr) {
-  openai::ChatMessage message;
+  api::ChatMessage message;
   message.content = std::move(said);
   return StoredResponse{std::move(json), {std::move(message)}, std::move(previous)};
 }
@@ -186,7 +186,7 @@ TEST(ResponseStoreTest, LinksReferToEarlierResponsesInsteadOfCopyingThem) {
     ASSERT_NE(previous, nullptr);
   }
   EXPECT_LE(store.stats().bytes, 12 * (input.size() + 4096));
-  const std::vector<openai::ChatMessage> conversation = conversation_of(*previous);
+  const std::vector<api::ChatMessage> conversation = conversation_of(*previous);
   ASSERT_EQ(conversation.size(), 12u);
   for (int link = 0; link < 12; ++link) {
     EXPECT_EQ(conversation[static_cast<std::size_t>(link)].content, input + std::to_string(link));

@@ -14,7 +14,7 @@
 namespace tern::service::responses {
 namespace {
 
-const openai::ResponseMeta kMeta{"resp_1", 1700000000, "m"};
+const api::ResponseMeta kMeta{"resp_1", 1700000000, "m"};
 
 // Item ids are random: "msg_<32 hex>" reads as "msg_X".
 std::string without_ids(const std::string& text) {
@@ -281,7 +281,7 @@ TEST(ResponsesStreamTest, FailureMidStream) {
   std::string out;
   encoder.start(out, 5);
   encoder.delta(out, output("", "par"));
-  encoder.error(out, openai::server_error("the engine failed"));
+  encoder.error(out, api::server_error("the engine failed"));
   const std::vector<Event> events = events_of(out);
   EXPECT_EQ(
       types_of(events),
@@ -358,7 +358,7 @@ TEST(ResponseObjectTest, EchoesTheSettings) {
 
 // Non-streamed: reasoning first, then text and calls in the order written.
 TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
-  openai::ChoiceOutput choice;
+  api::ChoiceOutput choice;
   choice.reasoning = "hmm";
   choice.text = "Before.After.";
   choice.tool_calls = {ToolCallOutput{0, "1", "f", R"({"a":1})"}, ToolCallOutput{1, "2", "g", ""}};
@@ -387,8 +387,8 @@ TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
       << json;
 
   // As the next turn's assistant message.
-  const openai::ChatMessage message = assistant_message(items);
-  EXPECT_EQ(message.role, openai::ChatRole::assistant);
+  const api::ChatMessage message = assistant_message(items);
+  EXPECT_EQ(message.role, api::ChatRole::assistant);
   EXPECT_EQ(message.reasoning_content, "hmm");
   EXPECT_EQ(message.content, "Before.After.");
   EXPECT_EQ(message.tool_calls_json,
@@ -397,7 +397,7 @@ TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
 }
 
 TEST(ResponseObjectTest, TextOnlyWithoutOffsetsAndEmptyOutput) {
-  openai::ChoiceOutput choice;
+  api::ChoiceOutput choice;
   choice.text = "Hi";
   choice.tool_calls = {ToolCallOutput{0, "1", "f", "{}"}};  // offsets unknown: text goes first
   const std::vector<OutputItem> items = output_items(choice);
@@ -407,7 +407,7 @@ TEST(ResponseObjectTest, TextOnlyWithoutOffsetsAndEmptyOutput) {
   EXPECT_EQ(assistant_message(items).content, "Hi");
   // A turn that only calls tools has no content, as in the chat form.
   EXPECT_FALSE(assistant_message({items[1]}).content.has_value());
-  EXPECT_TRUE(output_items(openai::ChoiceOutput{}).empty());
+  EXPECT_TRUE(output_items(api::ChoiceOutput{}).empty());
   EXPECT_EQ(assistant_message({}).content, "");
 }
 
@@ -418,7 +418,7 @@ TEST(ResponseObjectTest, IdsDeletionAndNotFound) {
   EXPECT_EQ(response_id("resp-abc"), "resp_abc");
   EXPECT_EQ(encode_deleted("resp_1"),
             R"({"id":"resp_1","object":"response.deleted","deleted":true})");
-  const openai::ApiError error = response_not_found("resp_9", "previous_response_id");
+  const api::ApiError error = response_not_found("resp_9", "previous_response_id");
   EXPECT_EQ(error.status, 404);
   EXPECT_EQ(error.param, "previous_response_id");
   EXPECT_NE(error.message.find("resp_9"), std::string::npos);

@@ -15,8 +15,9 @@
 #include "engine/chat/model_chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "service/anthropic/messages_request.h"
+#include "service/api/chat_request.h"
 #include "service/chat_prompt.h"
-#include "service/openai/chat_request.h"
+#include "service/openai/chat_completion_parser.h"
 #include "service/responses/responses_request.h"
 #include "tests/support/shared_data.h"
 
@@ -55,8 +56,8 @@ std::unique_ptr<engine::ModelChatTemplate> model_template(const std::filesystem:
   return std::make_unique<engine::ModelChatTemplate>(std::move(*loaded));
 }
 
-openai::ApiResult<std::string> render(const engine::ModelChatTemplate& chat_template,
-                                      const openai::ChatCompletionRequest& request) {
+api::ApiResult<std::string> render(const engine::ModelChatTemplate& chat_template,
+                                   const api::ChatRequest& request) {
   return render_chat_prompt(
       chat_template,
       ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
@@ -70,20 +71,20 @@ struct Door {
   std::string_view name;
   std::string_view tools;  // the door's tools field, without the key
   std::string_view conversation;
-  openai::ApiResult<openai::ChatCompletionRequest> (*parse)(std::string_view body);
+  api::ApiResult<api::ChatRequest> (*parse)(std::string_view body);
 };
 
-openai::ApiResult<openai::ChatCompletionRequest> parse_chat(std::string_view body) {
+api::ApiResult<api::ChatRequest> parse_chat(std::string_view body) {
   return openai::parse_chat_completion_request(body);
 }
 
-openai::ApiResult<openai::ChatCompletionRequest> parse_responses(std::string_view body) {
+api::ApiResult<api::ChatRequest> parse_responses(std::string_view body) {
   auto parsed = responses::parse_responses_request(body);
   if (!parsed) return parsed.error();
-  return openai::ChatCompletionRequest(std::move(*parsed));
+  return api::ChatRequest(std::move(*parsed));
 }
 
-openai::ApiResult<openai::ChatCompletionRequest> parse_anthropic(std::string_view body) {
+api::ApiResult<api::ChatRequest> parse_anthropic(std::string_view body) {
   return anthropic::parse_messages_request(body);
 }
 

@@ -1,11 +1,11 @@
-#include "service/openai/json_reader.h"
+#include "service/api/json_reader.h"
 
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
-namespace tern::service::openai::json {
+namespace tern::service::api::json {
 namespace {
 
 // One parser per I/O thread: its buffers are reused, so a parse allocates only when a body is
@@ -180,4 +180,4 @@ std::string to_json(const element& value) {
   return simdjson::minify(value);
 }
 
-}  // namespace tern::service::openai::json
+}  // namespace tern::service::api::json

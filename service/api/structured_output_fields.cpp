@@ -1,11 +1,11 @@
-#include "service/openai/structured_output_fields.h"
+#include "service/api/structured_output_fields.h"
 
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
 
-namespace tern::service::openai {
+namespace tern::service::api {
 namespace {
 
 using engine::grammar::GrammarSpec;
@@ -200,4 +200,4 @@ json::Check read_text_format(const json::element& value, std::string_view param,
   return read_format_object(value, std::string(param), true, spec);
 }
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

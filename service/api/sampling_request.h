@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // The sampling and stopping fields shared by chat and text completions, as sent. Unset
 // optionals mean "the model's default" (config, then generation_config.json, then engine).
@@ -41,4 +41,4 @@ inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kLowReasoningEffortTokens = 1024;
 inline constexpr int kMediumReasoningEffortTokens = 8192;
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

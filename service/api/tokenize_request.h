@@ -1,15 +1,12 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "service/openai/api_error.h"
-#include "service/openai/chat_request.h"
+#include "service/api/chat_request.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // POST /tokenize as in vLLM: either `prompt` (text) or `messages` (rendered with the chat
 // template first).
@@ -33,7 +30,4 @@ struct DetokenizeRequest {
   std::vector<std::int32_t> tokens;
 };
 
-ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body);
-ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body);
-
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

@@ -1,10 +1,10 @@
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
 #include <fmt/format.h>
 
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 ApiError invalid_request(std::string param, std::string message, std::string code) {
   return ApiError{400, std::move(message), "invalid_request_error", std::move(param),
@@ -69,6 +69,10 @@ ApiError server_error(std::string message) {
   return ApiError{500, std::move(message), "server_error", "", "internal_error"};
 }
 
+ApiError not_implemented(std::string param, std::string message) {
+  return invalid_request(std::move(param), std::move(message), "unsupported_parameter");
+}
+
 ApiError context_length_exceeded(int prompt_tokens, int max_tokens, int context_length) {
   return invalid_request(
       "messages",
@@ -99,4 +103,4 @@ std::string encode_error(const ApiError& error) {
   return out;
 }
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

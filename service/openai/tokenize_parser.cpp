@@ -1,23 +1,23 @@
-#include "service/openai/tokenize_request.h"
+#include "service/openai/tokenize_parser.h"
 
+#include "service/api/json_reader.h"
 #include "service/openai/chat_messages_field.h"
-#include "service/openai/json_reader.h"
 
 namespace tern::service::openai {
 
-ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body) {
-  auto root = json::parse_object_body(body);
+api::ApiResult<api::TokenizeRequest> parse_tokenize_request(std::string_view body) {
+  auto root = api::json::parse_object_body(body);
   if (!root) return root.error();
-  TokenizeRequest request;
+  api::TokenizeRequest request;
   bool has_prompt = false;
   std::optional<bool> add_special_tokens;
   for (auto [key, value] : *root) {
-    json::Check error;
+    api::json::Check error;
     if (value.is_null()) continue;
     if (key == "model") {
-      error = json::read_string(value, key, request.model);
+      error = api::json::read_string(value, key, request.model);
     } else if (key == "prompt") {
-      error = json::read_string(value, key, request.prompt);
+      error = api::json::read_string(value, key, request.prompt);
       has_prompt = true;
     } else if (key == "messages") {
       error = read_chat_messages(value, request.messages);
@@ -27,45 +27,45 @@ ApiResult<TokenizeRequest> parse_tokenize_request(std::string_view body) {
     } else if (key == "chat_template_kwargs") {
       error = read_template_kwargs(value, request.chat_template_kwargs_json);
     } else if (key == "add_generation_prompt") {
-      error = json::read_bool(value, key, request.add_generation_prompt);
+      error = api::json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {
-      error = json::read_bool(value, key, request.continue_final_message);
+      error = api::json::read_bool(value, key, request.continue_final_message);
     } else if (key == "add_special_tokens") {
       bool flag = true;
-      error = json::read_bool(value, key, flag);
+      error = api::json::read_bool(value, key, flag);
       add_special_tokens = flag;
     } else if (key == "return_token_strs") {
-      error = json::read_bool(value, key, request.return_token_strs);
+      error = api::json::read_bool(value, key, request.return_token_strs);
     }
     if (error) return *std::move(error);
   }
   if (has_prompt == request.is_chat) {
-    return invalid_request(has_prompt ? "messages" : "prompt",
-                           "Give exactly one of 'prompt' and 'messages'",
-                           has_prompt ? "invalid_value" : "missing_required_parameter");
+    return api::invalid_request(has_prompt ? "messages" : "prompt",
+                                "Give exactly one of 'prompt' and 'messages'",
+                                has_prompt ? "invalid_value" : "missing_required_parameter");
   }
   request.add_special_tokens = add_special_tokens.value_or(!request.is_chat);
   return request;
 }
 
-ApiResult<DetokenizeRequest> parse_detokenize_request(std::string_view body) {
-  auto root = json::parse_object_body(body);
+api::ApiResult<api::DetokenizeRequest> parse_detokenize_request(std::string_view body) {
+  auto root = api::json::parse_object_body(body);
   if (!root) return root.error();
-  DetokenizeRequest request;
+  api::DetokenizeRequest request;
   bool has_tokens = false;
   for (auto [key, value] : *root) {
-    json::Check error;
+    api::json::Check error;
     if (key == "model" && !value.is_null()) {
-      error = json::read_string(value, key, request.model);
+      error = api::json::read_string(value, key, request.model);
     } else if (key == "tokens") {
-      error = json::read_token_ids(value, key, request.tokens);
+      error = api::json::read_token_ids(value, key, request.tokens);
       has_tokens = true;
     }
     if (error) return *std::move(error);
   }
   if (!has_tokens) {
-    return invalid_request("tokens", "Missing required parameter: 'tokens'",
-                           "missing_required_parameter");
+    return api::invalid_request("tokens", "Missing required parameter: 'tokens'",
+                                "missing_required_parameter");
   }
   return request;
 }

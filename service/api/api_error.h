@@ -9,7 +9,7 @@
 
 #include "engine/expected.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // A client-facing failure: the HTTP status plus OpenAI's error body
 // {"error":{"message","type","param","code"}}. Empty param or code are written as null.
@@ -35,6 +35,8 @@ ApiError request_timeout();
 ApiError too_many_requests(std::string message, int retry_after_s);
 ApiError service_unavailable(std::string message, int retry_after_s = 0);
 ApiError server_error(std::string message);
+// The 400 for a field (or one value of it) that tern does not implement yet.
+ApiError not_implemented(std::string param, std::string message);
 ApiError context_length_exceeded(int prompt_tokens, int max_tokens, int context_length);
 
 // {"error":{...}} as one JSON line.
@@ -44,4 +46,4 @@ std::string encode_error(const ApiError& error);
 template <typename T>
 using ApiResult = Expected<T, ApiError>;
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

@@ -3,9 +3,9 @@
 #include <string_view>
 
 #include "engine/grammar/grammar_spec.h"
-#include "service/openai/json_reader.h"
+#include "service/api/json_reader.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // The structured-output fields every completion API shares: OpenAI's response_format, vLLM's
 // structured_outputs and its older guided_* aliases, llama.cpp's grammar and json_schema.
@@ -18,4 +18,4 @@ bool read_structured_output_field(std::string_view key, const json::element& val
 json::Check read_text_format(const json::element& value, std::string_view param,
                              engine::grammar::GrammarSpec& spec);
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

@@ -6,10 +6,9 @@
 #include <vector>
 
 #include "engine/grammar/grammar_spec.h"
-#include "service/openai/api_error.h"
-#include "service/openai/sampling_request.h"
+#include "service/api/sampling_request.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 enum class ChatRole { system, developer, user, assistant, tool };
 std::string_view role_name(ChatRole role);
@@ -25,8 +24,9 @@ struct ChatMessage {
   std::string reasoning_content;
 };
 
-// POST /v1/chat/completions, with vLLM's extensions. Unknown fields are ignored.
-struct ChatCompletionRequest {
+// One chat generation as every door asks for it: OpenAI's chat completions (with vLLM's
+// extensions) parse into it directly; the Anthropic and Responses doors translate into it.
+struct ChatRequest {
   std::string model;  // empty: the server's default model
   std::vector<ChatMessage> messages;
   SamplingRequest sampling;
@@ -57,6 +57,4 @@ struct ChatCompletionRequest {
   std::string client;
 };
 
-ApiResult<ChatCompletionRequest> parse_chat_completion_request(std::string_view body);
-
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

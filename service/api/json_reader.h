@@ -1,7 +1,7 @@
 #pragma once
 
 // Exception-free readers over simdjson DOM values that turn every mismatch into an OpenAI error
-// naming the field. Internal to service/openai's parsers.
+// naming the field. Used by every door's parser.
 #include <simdjson.h>
 
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "service/openai/api_error.h"
+#include "service/api/api_error.h"
 
-namespace tern::service::openai::json {
+namespace tern::service::api::json {
 
 using simdjson::dom::array;
 using simdjson::dom::element;
@@ -45,4 +45,4 @@ Check read_token_ids(const element& value, std::string_view param, std::vector<s
 // The value re-encoded as compact JSON, for fields passed through to the chat template.
 std::string to_json(const element& value);
 
-}  // namespace tern::service::openai::json
+}  // namespace tern::service::api::json

@@ -6,7 +6,7 @@
 
 #include "engine/json_string.h"  // the escaper JsonWriter writes strings with
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // Appends compact JSON to a string, inserting commas itself. Strings are escaped and made valid
 // UTF-8 (a malformed byte becomes U+FFFD), so model output can never break a response. Built
@@ -51,4 +51,4 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

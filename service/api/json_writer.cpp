@@ -1,9 +1,9 @@
-#include "service/openai/json_writer.h"
+#include "service/api/json_writer.h"
 
 #include <charconv>
 #include <cmath>
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 void JsonWriter::before_value() {
   if (after_key_) {
@@ -101,4 +101,4 @@ JsonWriter& JsonWriter::raw(std::string_view json) {
   return *this;
 }
 
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

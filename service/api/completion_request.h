@@ -3,14 +3,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "engine/grammar/grammar_spec.h"
-#include "service/openai/api_error.h"
-#include "service/openai/sampling_request.h"
+#include "service/api/sampling_request.h"
 
-namespace tern::service::openai {
+namespace tern::service::api {
 
 // One prompt of a completion request: text, or token ids when is_token_ids.
 struct CompletionPrompt {
@@ -32,9 +30,7 @@ struct CompletionRequest {
   std::string user;
   bool add_special_tokens = true;
   engine::grammar::GrammarSpec structured_output;
-  std::string client;  // not from the body: see ChatCompletionRequest::client
+  std::string client;  // not from the body: see ChatRequest::client
 };
 
-ApiResult<CompletionRequest> parse_completion_request(std::string_view body);
-
-}  // namespace tern::service::openai
+}  // namespace tern::service::api

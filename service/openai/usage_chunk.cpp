@@ -1,15 +1,14 @@
-#include "service/openai/response_common.h"
+#include "service/openai/usage_chunk.h"
 
-#include "service/random_id.h"
 #include "service/sse.h"
 
 namespace tern::service::openai {
 
-void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_view object,
+void write_stream_end(std::string& out, const api::ResponseMeta& meta, std::string_view object,
                       bool include_usage, const Usage& usage) {
   if (include_usage) {
     out += "data: ";
-    JsonWriter json(out);
+    api::JsonWriter json(out);
     json.begin_object()
         .field("id", meta.id)
         .field("object", object)
@@ -23,7 +22,7 @@ void write_stream_end(std::string& out, const ResponseMeta& meta, std::string_vi
   out += kSseDone;
 }
 
-void write_usage(JsonWriter& json, const Usage& usage) {
+void write_usage(api::JsonWriter& json, const Usage& usage) {
   json.key("usage").begin_object();
   json.field("prompt_tokens", usage.prompt_tokens)
       .field("completion_tokens", usage.completion_tokens)
@@ -35,19 +34,6 @@ void write_usage(JsonWriter& json, const Usage& usage) {
     json.field("reasoning_tokens", usage.reasoning_tokens).end_object();
   }
   json.end_object();
-}
-
-void ChunkEncoder::error(std::string& out, const ApiError& error) {
-  append_sse_data(out, encode_error(error));
-  out += kSseDone;
-}
-
-void ChunkEncoder::keepalive(std::string& out) {
-  append_sse_comment(out, "keepalive");
-}
-
-std::string make_response_id(std::string_view prefix) {
-  return random_id(prefix);
 }
 
 }  // namespace tern::service::openai
