@@ -4,10 +4,9 @@
 
 #include <algorithm>
 
-#include <simdjson.h>
-
 #include "engine/chat/marker_scanner.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "service/api/tool_values.h"
 
 namespace tern::service {
 namespace {
@@ -17,30 +16,12 @@ std::string configured_or(const std::string& configured, const std::string& from
   return configured.empty() ? from_template : configured;
 }
 
-bool tool_choice_is_none(std::string_view tool_choice_json) {
-  return tool_choice_json == R"("none")";
-}
-
 bool ends_in_think(std::string_view prompt) {
   while (!prompt.empty() && engine::chat::is_space(prompt.back())) prompt.remove_suffix(1);
   return prompt.ends_with("<think>");
 }
 
 }  // namespace
-
-std::vector<std::string> function_names(std::string_view tools_json) {
-  std::vector<std::string> names;
-  simdjson::dom::parser parser;
-  simdjson::dom::element tools;
-  if (parser.parse(tools_json.data(), tools_json.size()).get(tools)) return names;
-  simdjson::dom::array list;
-  if (tools.get_array().get(list)) return names;
-  for (simdjson::dom::element tool : list) {
-    std::string_view name;
-    if (!tool["function"]["name"].get_string().get(name)) names.emplace_back(name);
-  }
-  return names;
-}
 
 OutputParserSpec output_parsers_for(const engine::ServedModel& model,
                                     const api::ChatRequest& request, std::string_view prompt) {
@@ -55,9 +36,9 @@ OutputParserSpec output_parsers_for(const api::ChatRequest& request, std::string
   OutputParserSpec spec;
   spec.reasoning_parser = std::move(reasoning_parser);
   spec.starts_in_reasoning = !spec.reasoning_parser.empty() && ends_in_think(prompt);
-  if (!request.tools_json.empty() && !tool_choice_is_none(request.tool_choice_json)) {
+  if (!request.tools.is_undefined() && request.tool_choice != api::ToolChoice::none) {
     spec.tool_parser = std::move(tool_parser);
-    if (!spec.tool_parser.empty()) spec.tool_names = function_names(request.tools_json);
+    if (!spec.tool_parser.empty()) spec.tool_names = api::function_names(request.tools);
     if (!request.parallel_tool_calls) spec.max_tool_calls = 1;
   }
   return spec;

@@ -24,10 +24,6 @@ OutputParserSpec output_parsers_for(const engine::ServedModel& model,
 OutputParserSpec output_parsers_for(const api::ChatRequest& request, std::string tool_parser,
                                     std::string reasoning_parser, std::string_view prompt);
 
-// The names of a request's function tools (tools_json in OpenAI's shape, as read_tools checked
-// it); none for JSON that is not an array of tools.
-std::vector<std::string> function_names(std::string_view tools_json);
-
 // The spec's markers that are single special tokens of `tokenizer`, sorted.
 std::vector<std::int32_t> parser_marker_tokens(const engine::Tokenizer& tokenizer,
                                                const OutputParserSpec& spec);

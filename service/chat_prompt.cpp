@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "engine/chat/value_json.h"
-
 namespace tern::service {
 namespace {
 
@@ -11,31 +9,7 @@ using engine::chat::Value;
 using engine::chat::ValueDict;
 using engine::chat::ValueList;
 
-// Templates index tool-call arguments as a mapping (`tool_call.arguments | items`), so a JSON
-// string is parsed into an object, as vLLM does before rendering.
-Value with_parsed_arguments(const Value& call) {
-  if (!call.is_dict()) return call;
-  ValueDict entries;
-  for (const auto& [key, value] : call.as_dict()) {
-    if (key == "function" && value.is_dict()) {
-      ValueDict function;
-      for (const auto& [name, field] : value.as_dict()) {
-        if (name == "arguments" && field.is_string()) {
-          auto parsed = engine::chat::parse_json_value(field.as_string());
-          function.set(name, parsed && parsed->is_dict() ? *parsed : field);
-        } else {
-          function.set(name, field);
-        }
-      }
-      entries.set(key, Value::dict(std::move(function)));
-    } else {
-      entries.set(key, value);
-    }
-  }
-  return Value::dict(std::move(entries));
-}
-
-api::ApiResult<Value> message_value(const api::ChatMessage& message, std::size_t index) {
+Value message_value(const api::ChatMessage& message) {
   ValueDict entries;
   entries.set("role", Value::string(std::string(api::role_name(message.role))));
   // A message without text (an assistant turn that only calls tools) is "" to the template, as
@@ -43,16 +17,7 @@ api::ApiResult<Value> message_value(const api::ChatMessage& message, std::size_t
   // content, content | trim) and fail on none.
   entries.set("content", Value::string(message.content.value_or(std::string())));
   if (!message.name.empty()) entries.set("name", Value::string(message.name));
-  if (!message.tool_calls_json.empty()) {
-    auto calls = engine::chat::parse_json_value(message.tool_calls_json);
-    if (!calls || !calls->is_list()) {
-      return api::invalid_request(fmt::format("messages[{}].tool_calls", index),
-                                  "tool_calls must be an array");
-    }
-    ValueList parsed;
-    for (const Value& call : calls->as_list()) parsed.push_back(with_parsed_arguments(call));
-    entries.set("tool_calls", Value::list(std::move(parsed)));
-  }
+  if (!message.tool_calls.is_undefined()) entries.set("tool_calls", message.tool_calls);
   if (!message.tool_call_id.empty()) {
     entries.set("tool_call_id", Value::string(message.tool_call_id));
   }
@@ -101,28 +66,19 @@ api::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& 
                                 "continue_final_message needs a final assistant message");
   }
   ValueDict context;
-  if (!input.chat_template_kwargs.empty()) {
-    auto kwargs = engine::chat::parse_json_value(input.chat_template_kwargs);
-    if (!kwargs || !kwargs->is_dict()) {
-      return api::invalid_request("chat_template_kwargs",
-                                  "chat_template_kwargs must be an "
-                                  "object");
+  if (!input.chat_template_kwargs.is_undefined()) {
+    if (!input.chat_template_kwargs.is_dict()) {
+      return api::invalid_request("chat_template_kwargs", "chat_template_kwargs must be an object");
     }
-    for (const auto& [key, value] : kwargs->as_dict()) context.set(key, value);
+    for (const auto& [key, value] : input.chat_template_kwargs.as_dict()) context.set(key, value);
   }
   ValueList list;
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    auto message = message_value(messages[i], i);
-    if (!message) return message.error();
-    list.push_back(std::move(*message));
-  }
+  list.reserve(messages.size());
+  for (const api::ChatMessage& message : messages) list.push_back(message_value(message));
   context.set("messages", Value::list(std::move(list)));
-  if (!input.tools_json.empty()) {
-    auto tools = engine::chat::parse_json_value(input.tools_json);
-    if (!tools || !tools->is_list()) {
-      return api::invalid_request("tools", "tools must be an array");
-    }
-    if (!tools->as_list().empty()) {
+  if (!input.tools.is_undefined()) {
+    if (!input.tools.is_list()) return api::invalid_request("tools", "tools must be an array");
+    if (!input.tools.as_list().empty()) {
       if (!chat_template.renders_tools()) {
         return api::invalid_request(
             "tools",
@@ -130,7 +86,7 @@ api::ApiResult<std::string> render_chat_prompt(const engine::ModelChatTemplate& 
             "send the request without `tools`, or serve the model with a chat_template that "
             "renders them");
       }
-      context.set("tools", *tools);
+      context.set("tools", input.tools);
     }
   }
   context.set("add_generation_prompt", Value::boolean(input.add_generation_prompt));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/chat/model_chat_template.h"
+#include "engine/chat/value.h"
 #include "service/api/api_error.h"
 #include "service/api/chat_request.h"
 
@@ -13,14 +14,14 @@ namespace tern::service {
 // What a chat template is rendered from, as the OpenAI request carries it.
 struct ChatPromptInput {
   const std::vector<api::ChatMessage>* messages = nullptr;
-  std::string_view tools_json;            // compact JSON array; empty when absent
-  std::string_view chat_template_kwargs;  // compact JSON object; empty when absent
+  engine::chat::Value tools;                 // a list in OpenAI's shape; undefined when absent
+  engine::chat::Value chat_template_kwargs;  // a dict; undefined when absent
   bool add_generation_prompt = true;
   bool continue_final_message = false;
 };
 
-// Renders the conversation as transformers' apply_chat_template does: messages (tool calls with
-// their arguments parsed and missing content as "", as vLLM passes them), tools,
+// Renders the conversation as transformers' apply_chat_template does: messages (tool calls as the
+// door read them, arguments parsed, and missing content as "", as vLLM passes them), tools,
 // add_generation_prompt and the kwargs as top-level variables. A template that raises is the
 // client's fault: 400 with its message. Tools on a model whose template never reads `tools` are
 // refused (400, param `tools`) rather than dropped from the prompt.

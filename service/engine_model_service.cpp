@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/chat/value_json.h"
+#include "service/api/tool_values.h"
 #include "service/chat_output_parsers.h"
 #include "service/chat_prompt.h"
 #include "service/engine_generation_stream.h"
@@ -102,7 +104,7 @@ api::ApiResult<std::shared_ptr<const engine::grammar::TokenizedGrammar>> compile
 // forces a call, a call of its tools in the format the model's tool parser reads.
 api::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
     const api::ChatRequest& request, const OutputParserSpec& parsers) {
-  if (!request.tool_call_required) return request.structured_output;
+  if (request.tool_choice != api::ToolChoice::required) return request.structured_output;
   if (request.structured_output.active()) {
     return api::invalid_request(
         "tool_choice",
@@ -110,14 +112,18 @@ api::ApiResult<engine::grammar::GrammarSpec> chat_output_constraint(
                     request.structured_output.field),
         "invalid_value");
   }
-  if (request.tools_json.empty() || request.tools_json == "[]") {
+  if (!api::has_tools(request.tools)) {
     return api::invalid_request("tool_choice", "'tool_choice' forces a call but no tools are given",
                                 "invalid_value");
   }
   engine::grammar::GrammarSpec spec;
   spec.kind = engine::grammar::GrammarSpec::Kind::tool_calls;
   spec.field = "tool_choice";
-  spec.text = request.tools_json;
+  // The grammar's spec is text: the one form every structured output takes, and the key under
+  // which the model's grammar cache keeps it compiled.
+  auto tools_json = engine::chat::to_json(request.tools);
+  if (!tools_json) return api::invalid_request("tools", tools_json.error().message);
+  spec.text = std::move(*tools_json);
   spec.tool_parser = parsers.tool_parser;
   spec.tool_name = request.required_tool;
   spec.parallel_tool_calls = request.parallel_tool_calls;
@@ -214,7 +220,7 @@ api::ApiResult<std::unique_ptr<GenerationStream>> EngineModelService::start_chat
   const engine::ServedModel& model = **resolved;
   auto prompt = render_chat_prompt(
       *model.chat_template,
-      ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
+      ChatPromptInput{&request.messages, request.tools, request.chat_template_kwargs,
                       request.add_generation_prompt, request.continue_final_message});
   if (!prompt) return prompt.error();
   const RequestShape shape{true, request.logprobs, request.top_logprobs, "messages"};
@@ -323,7 +329,7 @@ api::ApiResult<TokenizeResult> EngineModelService::tokenize(const api::TokenizeR
   if (request.is_chat) {
     auto prompt = render_chat_prompt(
         *model.chat_template,
-        ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
+        ChatPromptInput{&request.messages, request.tools, request.chat_template_kwargs,
                         request.add_generation_prompt, request.continue_final_message});
     if (!prompt) return prompt.error();
     text = std::move(*prompt);

@@ -1,5 +1,6 @@
 #include "engine/chat/value_json.h"
 
+#include "engine/json_parse_count.h"
 #include "engine/json_string.h"
 #include "engine/json_syntax.h"
 
@@ -153,6 +154,7 @@ Expected<Value> from_json(simdjson::dom::element element) {
 Expected<Value> parse_json_value(std::string_view json_text) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(json_text);
+  count_json_parse();
   simdjson::dom::element root;
   if (auto error = parser.parse(padded).get(root); error) {
     return Error{describe_json_error(

@@ -20,6 +20,7 @@
 #include "engine/grammar/json_schema_syntax.h"
 #include "engine/grammar/json_schema_values.h"
 #include "engine/grammar/regex_grammar.h"
+#include "engine/json_parse_count.h"
 
 namespace tern::engine::grammar {
 namespace {
@@ -658,6 +659,7 @@ Expected<RuleId> add_json_schema(GrammarBuilder& builder, std::string_view schem
   const simdjson::padded_string padded(schema_json);
   simdjson::padded_string rewritten;
   element root;
+  count_json_parse();
   auto error = parser.parse(padded).get(root);
   if (error == simdjson::NUMBER_ERROR) {
     rewritten = simdjson::padded_string(with_big_integers_as_floats(schema_json));
@@ -667,8 +669,13 @@ Expected<RuleId> add_json_schema(GrammarBuilder& builder, std::string_view schem
     return schema_error(std::string("invalid JSON Schema: not JSON (") +
                         simdjson::error_message(error) + ")");
   }
-  SchemaCompiler compiler(builder, options, root);
-  auto body = compiler.compile(root, "");
+  return add_json_schema(builder, root, options);
+}
+
+Expected<RuleId> add_json_schema(GrammarBuilder& builder, element schema,
+                                 const JsonSchemaOptions& options) {
+  SchemaCompiler compiler(builder, options, schema);
+  auto body = compiler.compile(schema, "");
   if (!body) return body.error();
   const RuleId rule = builder.fresh_rule("json_schema");
   builder.define(rule, *body);

@@ -29,6 +29,8 @@
 // invalid JSON, unsupported keywords (`not`, `if`, `patternProperties`, `uniqueItems`,
 // `multipleOf`, ...), keywords with values of the wrong kind, a `$ref` that does not resolve
 // (only "#" and "#/..." pointers into the same document do), and unsatisfiable schemas.
+#include <simdjson.h>
+
 #include <memory>
 #include <string_view>
 
@@ -49,6 +51,10 @@ struct JsonSchemaOptions {
 
 // Adds the schema's grammar to `builder` as a fresh rule and returns it.
 Expected<RuleId> add_json_schema(GrammarBuilder& builder, std::string_view schema_json,
+                                 const JsonSchemaOptions& options = {});
+// The same for a schema already parsed (a tool's parameters inside its tools array): `schema` is
+// the document its "#" pointers resolve against.
+Expected<RuleId> add_json_schema(GrammarBuilder& builder, simdjson::dom::element schema,
                                  const JsonSchemaOptions& options = {});
 Expected<std::shared_ptr<const Grammar>> compile_json_schema(std::string_view schema_json,
                                                              const JsonSchemaOptions& options = {},

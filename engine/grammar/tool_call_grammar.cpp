@@ -9,6 +9,7 @@
 
 #include "engine/grammar/grammar_builder.h"
 #include "engine/grammar/json_schema_grammar.h"
+#include "engine/json_parse_count.h"
 #include "engine/json_string.h"
 
 namespace tern::engine::grammar {
@@ -46,6 +47,7 @@ Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view too
   simdjson::dom::parser json;
   const simdjson::padded_string text(tools_json);
   simdjson::dom::array tools;
+  count_json_parse();
   if (json.parse(text).get_array().get(tools) != simdjson::SUCCESS) {
     return tools_error("'tools' must be an array of function tools");
   }
@@ -59,13 +61,13 @@ Expected<std::shared_ptr<const Grammar>> compile_tool_calls(std::string_view too
       return tools_error(where + ".name is missing");
     }
     if (!only_tool.empty() && name != only_tool) continue;
-    std::string schema = R"({"type":"object"})";
+    // Without parameters, the arguments are any object.
     simdjson::dom::element parameters;
-    if (tool["function"]["parameters"].get(parameters) == simdjson::SUCCESS &&
-        !parameters.is_null()) {
-      schema = simdjson::minify(parameters);
-    }
-    auto arguments = add_json_schema(builder, schema, {});
+    const bool has_parameters =
+        tool["function"]["parameters"].get(parameters) == simdjson::SUCCESS &&
+        !parameters.is_null();
+    auto arguments = has_parameters ? add_json_schema(builder, parameters, {})
+                                    : add_json_schema(builder, R"({"type":"object"})", {});
     if (!arguments && arguments.error().message == kCompileTimedOut) return arguments.error();
     if (!arguments) {
       return tools_error(fmt::format("{}.parameters: {}", where, arguments.error().message));

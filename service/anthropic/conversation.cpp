@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "service/api/json_writer.h"
+#include "service/api/tool_values.h"
 
 namespace tern::service::anthropic {
 namespace {
@@ -99,9 +99,9 @@ api::json::Check read_text(const api::json::element& value, const std::string& p
   return std::nullopt;
 }
 
-// {"id","type":"function","function":{"name","arguments"}}, arguments as JSON text.
-api::json::Check write_tool_call(api::json::object& fields, const std::string& param,
-                                 api::JsonWriter& calls, ToolUseIds& tool_use_ids) {
+// {"id","type":"function","function":{"name","arguments"}}, the input object as the arguments.
+api::json::Check read_tool_call(api::json::object& fields, const std::string& param,
+                                engine::chat::ValueList& calls, ToolUseIds& tool_use_ids) {
   std::string id;
   std::string name;
   if (api::json::Check error = read_required_string(fields, "id", param, id)) return error;
@@ -113,8 +113,9 @@ api::json::Check write_tool_call(api::json::object& fields, const std::string& p
                                 "missing_required_parameter");
   }
   if (!input.is_object()) return api::json::wrong_type(param + ".input", "object", input);
-  calls.begin_object().field("id", id).field("type", "function").key("function").begin_object();
-  calls.field("name", name).field("arguments", api::json::to_json(input)).end_object().end_object();
+  auto arguments = api::value_of(input, param + ".input");
+  if (!arguments) return arguments.error();
+  calls.push_back(api::function_call(std::move(id), std::move(name), std::move(*arguments)));
   return std::nullopt;
 }
 
@@ -126,10 +127,7 @@ api::json::Check read_assistant_blocks(const api::json::array& blocks, const std
   std::string text;
   bool has_text = false;
   bool has_reasoning = false;
-  std::string calls_json;
-  api::JsonWriter calls(calls_json);
-  calls.begin_array();
-  bool has_calls = false;
+  engine::chat::ValueList calls;
   std::size_t index = 0;
   for (api::json::element block : blocks) {
     const std::string block_param = fmt::format("{}[{}]", param, index++);
@@ -152,16 +150,15 @@ api::json::Check read_assistant_blocks(const api::json::array& blocks, const std
     } else if (type == "redacted_thinking") {
       continue;  // encrypted by Anthropic: no text a template could show
     } else if (type == "tool_use") {
-      if (api::json::Check error = write_tool_call(fields, block_param, calls, tool_use_ids)) {
+      if (api::json::Check error = read_tool_call(fields, block_param, calls, tool_use_ids)) {
         return error;
       }
-      has_calls = true;
     } else {
       return unsupported_block(block_param, type, "in an assistant message");
     }
   }
-  calls.end_array();
-  if (has_calls) message.tool_calls_json = std::move(calls_json);
+  const bool has_calls = !calls.empty();
+  if (has_calls) message.tool_calls = engine::chat::Value::list(std::move(calls));
   // An assistant turn that only calls tools has no content, as in OpenAI's form.
   if (has_text || !has_calls) message.content = std::move(text);
   messages.push_back(std::move(message));

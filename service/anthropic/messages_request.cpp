@@ -7,6 +7,7 @@
 #include "service/anthropic/conversation.h"
 #include "service/api/json_writer.h"
 #include "service/api/structured_output_fields.h"
+#include "service/api/tool_values.h"
 
 namespace tern::service::anthropic {
 namespace {
@@ -19,14 +20,12 @@ enum class Door { messages, count_tokens };
 
 // Anthropic's custom tools as OpenAI function tools, the shape chat templates read:
 // {"type":"function","function":{"name","description","parameters":input_schema}}.
-api::json::Check read_tools(const api::json::element& value, std::string& tools_json) {
+api::json::Check read_tools(const api::json::element& value, engine::chat::Value& tools_value) {
   api::json::array tools;
   if (value.get_array().get(tools) != simdjson::SUCCESS) {
     return api::json::wrong_type("tools", "array", value);
   }
-  std::string out;
-  api::JsonWriter writer(out);
-  writer.begin_array();
+  engine::chat::ValueList list;
   std::size_t index = 0;
   for (api::json::element tool : tools) {
     const std::string param = fmt::format("tools[{}]", index++);
@@ -58,27 +57,25 @@ api::json::Check read_tools(const api::json::element& value, std::string& tools_
                                   "Each tool needs an object 'input_schema'",
                                   "missing_required_parameter");
     }
-    writer.begin_object().field("type", "function").key("function").begin_object();
-    writer.field("name", name);
     std::string_view description;
     api::json::element description_value;
+    engine::chat::Value described;
     if (fields["description"].get(description_value) == simdjson::SUCCESS &&
         !description_value.is_null()) {
       if (description_value.get_string().get(description) != simdjson::SUCCESS) {
         return api::json::wrong_type(param + ".description", "string", description_value);
       }
-      writer.field("description", description);
+      described = engine::chat::Value::string(std::string(description));
     }
-    writer.key("parameters").raw(api::json::to_json(schema));
-    writer.end_object().end_object();
+    auto parameters = api::value_of(schema, param + ".input_schema");
+    if (!parameters) return parameters.error();
+    list.push_back(api::function_tool(std::string(name), std::move(described), *parameters));
   }
-  writer.end_array();
-  tools_json = std::move(out);
+  tools_value = engine::chat::Value::list(std::move(list));
   return std::nullopt;
 }
 
 api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequest& request) {
-  std::string& tool_choice_json = request.tool_choice_json;
   api::json::object fields;
   if (value.get_object().get(fields) != simdjson::SUCCESS) {
     return api::json::wrong_type("tool_choice", "object", value);
@@ -93,12 +90,11 @@ api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequ
                                 "missing_required_parameter");
   }
   if (type == "auto" || type == "none") {
-    tool_choice_json = fmt::format("\"{}\"", type);
+    request.tool_choice = type == "none" ? api::ToolChoice::none : api::ToolChoice::automatic;
     return std::nullopt;
   }
   if (type == "any") {
-    request.tool_call_required = true;
-    tool_choice_json = "\"required\"";
+    request.tool_choice = api::ToolChoice::required;
     return std::nullopt;
   }
   if (type == "tool") {
@@ -107,15 +103,20 @@ api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequ
       return api::invalid_request("tool_choice.name", "'tool_choice' of type 'tool' needs a 'name'",
                                   "missing_required_parameter");
     }
-    request.tool_call_required = true;
+    request.tool_choice = api::ToolChoice::required;
     request.required_tool.assign(name);
-    tool_choice_json = "\"required\"";
     return std::nullopt;
   }
   return api::invalid_request(
       "tool_choice.type",
       fmt::format("Invalid 'tool_choice' type '{}': expected auto, any, tool or none", type),
       "invalid_value");
+}
+
+engine::chat::Value enable_thinking(bool enabled) {
+  engine::chat::ValueDict kwargs;
+  kwargs.set("enable_thinking", engine::chat::Value::boolean(enabled));
+  return engine::chat::Value::dict(std::move(kwargs));
 }
 
 // thinking: {type: enabled, budget_tokens} | {type: adaptive} | {type: disabled}, passed to the
@@ -131,7 +132,7 @@ api::json::Check read_thinking(const api::json::element& value, api::ChatRequest
                                 "missing_required_parameter");
   }
   if (type == "disabled") {
-    request.chat_template_kwargs_json = R"({"enable_thinking":false})";
+    request.chat_template_kwargs = enable_thinking(false);
     request.reasoning_budget_tokens.reset();
     return std::nullopt;
   }
@@ -141,7 +142,7 @@ api::json::Check read_thinking(const api::json::element& value, api::ChatRequest
         fmt::format("Invalid 'thinking' type '{}': expected enabled, adaptive or disabled", type),
         "invalid_value");
   }
-  request.chat_template_kwargs_json = R"({"enable_thinking":true})";
+  request.chat_template_kwargs = enable_thinking(true);
   request.reasoning_budget_tokens.reset();
   api::json::element budget;
   const bool has_budget =
@@ -256,7 +257,7 @@ api::ApiResult<api::ChatRequest> parse(std::string_view body, Door door) {
     } else if (key == "stream") {
       error = api::json::read_bool(value, key, request.stream);
     } else if (key == "tools") {
-      error = read_tools(value, request.tools_json);
+      error = read_tools(value, request.tools);
     } else if (key == "tool_choice") {
       error = read_tool_choice(value, request);
     } else if (key == "thinking") {
@@ -284,7 +285,7 @@ api::ApiResult<api::ChatRequest> parse(std::string_view body, Door door) {
                           std::make_move_iterator(system.end()));
   // Anthropic's prefill: the answer continues the final assistant message.
   if (const api::ChatMessage& last = request.messages.back();
-      last.role == api::ChatRole::assistant && last.tool_calls_json.empty()) {
+      last.role == api::ChatRole::assistant && last.tool_calls.is_undefined()) {
     request.continue_final_message = true;
     request.add_generation_prompt = false;
   }
@@ -304,8 +305,8 @@ api::ApiResult<api::TokenizeRequest> parse_count_tokens_request(std::string_view
   request.model = std::move(parsed->model);
   request.is_chat = true;
   request.messages = std::move(parsed->messages);
-  request.tools_json = std::move(parsed->tools_json);
-  request.chat_template_kwargs_json = std::move(parsed->chat_template_kwargs_json);
+  request.tools = std::move(parsed->tools);
+  request.chat_template_kwargs = std::move(parsed->chat_template_kwargs);
   request.add_generation_prompt = parsed->add_generation_prompt;
   request.continue_final_message = parsed->continue_final_message;
   // start_chat tokenizes the rendered prompt without adding special tokens: the template wrote

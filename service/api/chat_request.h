@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/chat/value.h"
 #include "engine/grammar/grammar_spec.h"
 #include "service/api/sampling_request.h"
 
@@ -13,14 +14,18 @@ namespace tern::service::api {
 enum class ChatRole { system, developer, user, assistant, tool };
 std::string_view role_name(ChatRole role);
 
+enum class ToolChoice { automatic, none, required };
+
 struct ChatMessage {
   ChatRole role = ChatRole::user;
   // The text; an array of text parts is joined with "\n". Unset when the message had no
   // content or null (an assistant turn that only calls tools).
   std::optional<std::string> content;
   std::string name;
-  std::string tool_calls_json;  // the assistant's tool_calls as compact JSON; empty when absent
-  std::string tool_call_id;     // a tool message's answer to that call
+  // The assistant's tool calls in OpenAI's shape, each call's arguments an object where they were
+  // JSON text of one (api/tool_values.h); undefined when absent.
+  engine::chat::Value tool_calls;
+  std::string tool_call_id;  // a tool message's answer to that call
   std::string reasoning_content;
 };
 
@@ -35,16 +40,17 @@ struct ChatRequest {
   bool logprobs = false;
   int top_logprobs = 0;
   std::string user;
-  // Passed through to the chat template as compact JSON; empty when absent.
-  std::string tools_json;
-  std::string tool_choice_json;
-  // tool_choice "required" (Anthropic's "any"), or naming one function (`required_tool`): the
-  // answer must be a call of the tools, constrained to their schemas.
-  bool tool_call_required = false;
+  // The function tools in OpenAI's shape, which the chat template reads as they are (each door
+  // translates its own into it); undefined when absent.
+  engine::chat::Value tools;
+  // "required" (Anthropic's "any") or naming one function (`required_tool`): the answer must be a
+  // call of the tools, constrained to their schemas. "none": tool calls are not parsed.
+  ToolChoice tool_choice = ToolChoice::automatic;
   std::string required_tool;
   // False: at most one tool call per turn; later calls in the output are dropped, as vLLM does.
   bool parallel_tool_calls = true;
-  std::string chat_template_kwargs_json;
+  // Extra top-level variables of the chat template (a dict); undefined when absent.
+  engine::chat::Value chat_template_kwargs;
   // The most tokens a reasoning model may think for before tern closes its reasoning:
   // reasoning_effort here, Anthropic's thinking.budget_tokens. Unset: no cap.
   std::optional<int> reasoning_budget_tokens;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/json_parse_count.h"
+
 namespace tern::service::api::json {
 namespace {
 
@@ -33,6 +35,7 @@ ApiResult<object> parse_object_body(std::string_view body) {
   }
   if (body.empty()) return invalid_request("", "The request body is empty; expected a JSON object");
   const simdjson::padded_string padded(body);
+  engine::count_json_parse();
   element root;
   const simdjson::error_code code = parser.parse(padded).get(root);
   switch (code) {

@@ -15,8 +15,8 @@ struct TokenizeRequest {
   bool is_chat = false;
   std::string prompt;
   std::vector<ChatMessage> messages;
-  std::string tools_json;
-  std::string chat_template_kwargs_json;
+  engine::chat::Value tools;                 // as ChatRequest::tools
+  engine::chat::Value chat_template_kwargs;  // as ChatRequest::chat_template_kwargs
   bool add_generation_prompt = true;
   bool continue_final_message = false;  // the last assistant message is continued, not closed
   // vLLM's defaults: true for a prompt, false for messages (the template adds them).

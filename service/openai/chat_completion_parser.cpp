@@ -4,6 +4,7 @@
 
 #include "service/api/reasoning_effort.h"
 #include "service/api/structured_output_fields.h"
+#include "service/api/tool_values.h"
 #include "service/openai/chat_messages_field.h"
 #include "service/openai/sampling_fields.h"
 #include "service/openai/unimplemented_fields.h"
@@ -110,7 +111,9 @@ api::json::Check read_message(const api::json::element& value, std::size_t index
     } else if (key == "tool_calls") {
       if (field.is_null()) continue;
       if (!field.is_array()) return api::json::wrong_type(param + ".tool_calls", "array", field);
-      message.tool_calls_json = api::json::to_json(field);
+      auto calls = api::value_of(field, param + ".tool_calls");
+      if (!calls) return calls.error();
+      message.tool_calls = api::with_parsed_arguments(*calls);
     } else if (key == "tool_call_id") {
       if (field.is_null()) continue;
       if (api::json::Check error =
@@ -161,7 +164,7 @@ api::json::Check read_chat_messages(const api::json::element& value,
   return std::nullopt;
 }
 
-api::json::Check read_tools(const api::json::element& value, std::string& tools_json) {
+api::json::Check read_tools(const api::json::element& value, engine::chat::Value& tools_value) {
   api::json::array tools;
   if (value.get_array().get(tools) != simdjson::SUCCESS) {
     return api::json::wrong_type("tools", "array", value);
@@ -182,7 +185,9 @@ api::json::Check read_tools(const api::json::element& value, std::string& tools_
                                   "missing_required_parameter");
     }
   }
-  tools_json = api::json::to_json(value);
+  auto read = api::value_of(value, "tools");
+  if (!read) return read.error();
+  tools_value = std::move(*read);
   return std::nullopt;
 }
 
@@ -195,7 +200,9 @@ api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequ
           fmt::format("Invalid value for 'tool_choice': '{}' is not none, auto or required", mode),
           "invalid_value");
     }
-    request.tool_call_required = mode == "required";
+    request.tool_choice = mode == "none"       ? api::ToolChoice::none
+                          : mode == "required" ? api::ToolChoice::required
+                                               : api::ToolChoice::automatic;
   } else if (value.is_object()) {
     std::string_view name;
     if (value["function"]["name"].get_string().get(name) != simdjson::SUCCESS || name.empty()) {
@@ -204,18 +211,20 @@ api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequ
                                   "\"function\": {\"name\": ...}}",
                                   "missing_required_parameter");
     }
-    request.tool_call_required = true;
+    request.tool_choice = api::ToolChoice::required;
     request.required_tool.assign(name);
   } else {
     return api::json::wrong_type("tool_choice", "string or object", value);
   }
-  request.tool_choice_json = api::json::to_json(value);
   return std::nullopt;
 }
 
-api::json::Check read_template_kwargs(const api::json::element& value, std::string& kwargs_json) {
+api::json::Check read_template_kwargs(const api::json::element& value,
+                                      engine::chat::Value& kwargs) {
   if (!value.is_object()) return api::json::wrong_type("chat_template_kwargs", "object", value);
-  kwargs_json = api::json::to_json(value);
+  auto read = api::value_of(value, "chat_template_kwargs");
+  if (!read) return read.error();
+  kwargs = std::move(*read);
   return std::nullopt;
 }
 
@@ -246,13 +255,13 @@ api::ApiResult<api::ChatRequest> parse_chat_completion_request(std::string_view 
     } else if (key == "user") {
       error = api::json::read_string(value, key, request.user);
     } else if (key == "tools") {
-      error = read_tools(value, request.tools_json);
+      error = read_tools(value, request.tools);
     } else if (key == "tool_choice") {
       error = read_tool_choice(value, request);
     } else if (key == "parallel_tool_calls") {
       error = api::json::read_bool(value, key, request.parallel_tool_calls);
     } else if (key == "chat_template_kwargs") {
-      error = read_template_kwargs(value, request.chat_template_kwargs_json);
+      error = read_template_kwargs(value, request.chat_template_kwargs);
     } else if (key == "reasoning_effort") {
       error = api::read_reasoning_effort(value, key, request.reasoning_budget_tokens);
     } else if (key == "add_generation_prompt") {

@@ -13,9 +13,10 @@ namespace tern::service::openai {
 api::json::Check read_chat_messages(const api::json::element& value,
                                     std::vector<api::ChatMessage>& messages);
 
-// tools, tool_choice and chat_template_kwargs, checked for shape and kept as JSON.
-api::json::Check read_tools(const api::json::element& value, std::string& tools_json);
-api::json::Check read_tool_choice(const api::json::element& value, std::string& tool_choice_json);
-api::json::Check read_template_kwargs(const api::json::element& value, std::string& kwargs_json);
+// tools and chat_template_kwargs, checked for shape and read into values for the template;
+// tool_choice into the request's ToolChoice and required_tool.
+api::json::Check read_tools(const api::json::element& value, engine::chat::Value& tools);
+api::json::Check read_tool_choice(const api::json::element& value, api::ChatRequest& request);
+api::json::Check read_template_kwargs(const api::json::element& value, engine::chat::Value& kwargs);
 
 }  // namespace tern::service::openai

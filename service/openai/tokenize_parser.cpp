@@ -23,9 +23,9 @@ api::ApiResult<api::TokenizeRequest> parse_tokenize_request(std::string_view bod
       error = read_chat_messages(value, request.messages);
       request.is_chat = true;
     } else if (key == "tools") {
-      error = read_tools(value, request.tools_json);
+      error = read_tools(value, request.tools);
     } else if (key == "chat_template_kwargs") {
-      error = read_template_kwargs(value, request.chat_template_kwargs_json);
+      error = read_template_kwargs(value, request.chat_template_kwargs);
     } else if (key == "add_generation_prompt") {
       error = api::json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "service/api/tool_values.h"
+
 namespace tern::service::responses {
 namespace {
 
@@ -195,10 +197,7 @@ std::string encode_response(const api::ResponseMeta& meta, const ResponseSetting
 api::ChatMessage assistant_message(const std::vector<OutputItem>& output) {
   api::ChatMessage message;
   message.role = api::ChatRole::assistant;
-  std::string calls;
-  api::JsonWriter json(calls);
-  json.begin_array();
-  bool has_calls = false;
+  engine::chat::ValueList calls;
   for (const OutputItem& item : output) {
     switch (item.type) {
       case OutputItem::Type::reasoning:
@@ -208,15 +207,13 @@ api::ChatMessage assistant_message(const std::vector<OutputItem>& output) {
         message.content = message.content.value_or("") + item.text;
         break;
       case OutputItem::Type::function_call:
-        json.begin_object().field("id", item.call_id).field("type", "function");
-        json.key("function").begin_object().field("name", item.name);
-        json.field("arguments", item.text).end_object().end_object();
-        has_calls = true;
+        calls.push_back(
+            api::function_call(item.call_id, item.name, api::parsed_arguments(item.text)));
         break;
     }
   }
-  json.end_array();
-  if (has_calls) message.tool_calls_json = std::move(calls);
+  const bool has_calls = !calls.empty();
+  if (has_calls) message.tool_calls = engine::chat::Value::list(std::move(calls));
   // An assistant turn that only calls tools has no content, as in the chat form.
   if (!has_calls && !message.content) message.content = std::string();
   return message;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/chat/value_json.h"
+
 namespace tern::service::responses {
 
 StoredResponse::~StoredResponse() {
@@ -30,13 +32,19 @@ std::vector<api::ChatMessage> conversation_of(const StoredResponse& response) {
   return conversation;
 }
 
+std::size_t json_bytes(const engine::chat::Value& value) {
+  if (value.is_undefined()) return 0;
+  auto json = engine::chat::to_json(value);
+  return json ? json->size() : 0;
+}
+
 std::size_t stored_bytes(const StoredResponse& response) {
   // Allocation headers, the map entry, the id and list nodes: small next to any real turn.
   constexpr std::size_t kOverhead = 512;
   std::size_t bytes = kOverhead + response.json.size();
   for (const api::ChatMessage& message : response.turn) {
     bytes += sizeof(api::ChatMessage) + message.content.value_or(std::string()).size() +
-             message.name.size() + message.tool_calls_json.size() + message.tool_call_id.size() +
+             message.name.size() + json_bytes(message.tool_calls) + message.tool_call_id.size() +
              message.reasoning_content.size();
   }
   return bytes;

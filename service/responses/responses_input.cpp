@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "service/api/json_writer.h"
+#include "service/api/tool_values.h"
 
 namespace tern::service::responses {
 namespace {
@@ -43,9 +43,9 @@ class Conversation {
     turn.content = std::move(content);
   }
 
-  void add_call(std::string call_json) {
+  void add_call(engine::chat::Value call) {
     assistant();
-    calls_.push_back(std::move(call_json));
+    calls_.push_back(std::move(call));
   }
 
   void add_reasoning(std::string text) {
@@ -60,15 +60,7 @@ class Conversation {
 
   void flush() {
     if (!turn_) return;
-    if (!calls_.empty()) {
-      std::string json = "[";
-      for (std::size_t i = 0; i < calls_.size(); ++i) {
-        if (i > 0) json += ',';
-        json += calls_[i];
-      }
-      json += ']';
-      turn_->tool_calls_json = std::move(json);
-    }
+    if (!calls_.empty()) turn_->tool_calls = engine::chat::Value::list(std::move(calls_));
     messages_.push_back(std::move(*turn_));
     turn_.reset();
     calls_.clear();
@@ -87,7 +79,7 @@ class Conversation {
 
   std::vector<api::ChatMessage>& messages_;
   std::optional<api::ChatMessage> turn_;  // the assistant turn being built
-  std::vector<std::string> calls_;        // its tool calls, each a JSON object
+  engine::chat::ValueList calls_;         // its tool calls
   std::optional<std::string> reasoning_;
 };
 
@@ -183,7 +175,7 @@ api::json::Check read_message(api::json::object& fields, const std::string& para
 }
 
 // {"id": call_id, "type": "function", "function": {"name", "arguments"}}, as chat messages
-// carry tool calls; the arguments stay JSON text.
+// carry tool calls; arguments that are JSON text of an object become that object.
 api::json::Check read_function_call(api::json::object& fields, const std::string& param,
                                     Conversation& conversation) {
   std::string call_id;
@@ -195,11 +187,8 @@ api::json::Check read_function_call(api::json::object& fields, const std::string
   if (api::json::Check error = read_required_string(fields, "arguments", param, arguments)) {
     return error;
   }
-  std::string call;
-  api::JsonWriter json(call);
-  json.begin_object().field("id", call_id).field("type", "function").key("function");
-  json.begin_object().field("name", name).field("arguments", arguments).end_object().end_object();
-  conversation.add_call(std::move(call));
+  conversation.add_call(
+      api::function_call(std::move(call_id), std::move(name), api::parsed_arguments(arguments)));
   return std::nullopt;
 }
 

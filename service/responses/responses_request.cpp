@@ -5,6 +5,7 @@
 #include "service/api/json_writer.h"
 #include "service/api/reasoning_effort.h"
 #include "service/api/structured_output_fields.h"
+#include "service/api/tool_values.h"
 #include "service/responses/responses_input.h"
 
 namespace tern::service::responses {
@@ -30,13 +31,10 @@ api::json::Check read_tools(const api::json::element& value, ResponsesRequest& r
   if (value.get_array().get(tools) != simdjson::SUCCESS) {
     return api::json::wrong_type("tools", "array", value);
   }
-  std::string chat_tools;
-  api::JsonWriter chat(chat_tools);
-  chat.begin_array();
+  engine::chat::ValueList chat_tools;
   std::string echoed;
   api::JsonWriter echo(echoed);
   echo.begin_array();
-  bool any = false;
   std::size_t index = 0;
   for (api::json::element tool : tools) {
     const std::string param = fmt::format("tools[{}]", index++);
@@ -56,29 +54,31 @@ api::json::Check read_tools(const api::json::element& value, ResponsesRequest& r
                                   "Each function tool needs a non-empty string 'name'",
                                   "missing_required_parameter");
     }
-    chat.begin_object().field("type", "function").key("function").begin_object();
-    chat.field("name", name);
     api::json::element description;
+    std::string_view description_text;
+    engine::chat::Value described;
     if (fields["description"].get(description) == simdjson::SUCCESS && !description.is_null()) {
-      if (!description.is_string()) {
+      if (description.get_string().get(description_text) != simdjson::SUCCESS) {
         return api::json::wrong_type(param + ".description", "string", description);
       }
-      chat.key("description").raw(api::json::to_json(description));
+      described = engine::chat::Value::string(std::string(description_text));
     }
     api::json::element parameters;
+    engine::chat::Value schema;
     if (fields["parameters"].get(parameters) == simdjson::SUCCESS && !parameters.is_null()) {
       if (!parameters.is_object()) {
         return api::json::wrong_type(param + ".parameters", "object", parameters);
       }
-      chat.key("parameters").raw(api::json::to_json(parameters));
+      auto read = api::value_of(parameters, param + ".parameters");
+      if (!read) return read.error();
+      schema = std::move(*read);
     }
-    chat.end_object().end_object();
+    chat_tools.push_back(
+        api::function_tool(std::string(name), std::move(described), std::move(schema)));
     echo.raw(api::json::to_json(tool));
-    any = true;
   }
-  chat.end_array();
   echo.end_array();
-  request.tools_json = any ? std::move(chat_tools) : std::string();
+  if (!chat_tools.empty()) request.tools = engine::chat::Value::list(std::move(chat_tools));
   request.settings.tools_json = std::move(echoed);
   return std::nullopt;
 }
@@ -91,10 +91,9 @@ api::json::Check read_tool_choice(const api::json::element& value, ResponsesRequ
     std::string_view name;
     if (value["type"].get_string().get(type) == simdjson::SUCCESS && type == "function" &&
         value["name"].get_string().get(name) == simdjson::SUCCESS && !name.empty()) {
-      request.tool_call_required = true;
+      request.tool_choice = api::ToolChoice::required;
       request.required_tool.assign(name);
       request.settings.tool_choice_json = api::json::to_json(value);
-      request.tool_choice_json = "\"required\"";
       return std::nullopt;
     }
     // allowed_tools or a hosted tool: each limits the calls in ways tern does not.
@@ -109,8 +108,9 @@ api::json::Check read_tool_choice(const api::json::element& value, ResponsesRequ
         "invalid_value");
   }
   request.settings.tool_choice_json = json_string(mode);
-  request.tool_call_required = mode == "required";
-  request.tool_choice_json = fmt::format("\"{}\"", mode);
+  request.tool_choice = mode == "none"       ? api::ToolChoice::none
+                        : mode == "required" ? api::ToolChoice::required
+                                             : api::ToolChoice::automatic;
   return std::nullopt;
 }
 

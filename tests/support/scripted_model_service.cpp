@@ -166,7 +166,7 @@ api::ApiResult<std::unique_ptr<GenerationStream>> ScriptedModelService::start_ch
   }
   model_id = kModel;
   auto feed = std::make_shared<Feed>();
-  const std::string prompt = conversation_text(request.messages, request.tools_json);
+  const std::string prompt = conversation_text(request.messages, request.tools);
   feed->prompt_tokens = static_cast<int>(tokenizer_->encode(prompt, false).size());
   int generated = 0;
   feed->script = token_events(*tokenizer_, scripted_reply(request.messages),
@@ -203,10 +203,9 @@ api::ApiResult<service::TokenizeResult> ScriptedModelService::tokenize(
   }
   service::TokenizeResult result;
   result.max_model_len = kContextLength;
-  result.tokens =
-      request.is_chat
-          ? tokenizer_->encode(conversation_text(request.messages, request.tools_json), false)
-          : tokenizer_->encode(request.prompt, request.add_special_tokens);
+  result.tokens = request.is_chat ? tokenizer_->encode(
+                                        conversation_text(request.messages, request.tools), false)
+                                  : tokenizer_->encode(request.prompt, request.add_special_tokens);
   if (request.return_token_strs) {
     for (const std::int32_t id : result.tokens) {
       result.token_strs.emplace_back(tokenizer_->token_text(id));

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "engine/chat/value_json.h"
+
 namespace tern::testing {
 namespace {
 
@@ -72,10 +74,21 @@ ScriptedReply scripted_reply(const std::vector<ChatMessage>& messages) {
   return {kPlainReply};
 }
 
+namespace {
+
+std::string json_text(const engine::chat::Value& value) {
+  auto json = engine::chat::to_json(value);
+  return json ? std::move(*json) : std::string();
+}
+
+}  // namespace
+
 std::string conversation_text(const std::vector<ChatMessage>& messages,
-                              const std::string& tools_json) {
+                              const engine::chat::Value& tools) {
   std::string text;
-  if (!tools_json.empty()) text += "<|im_start|>system\n# Tools\n" + tools_json + "<|im_end|>\n";
+  if (!tools.is_undefined()) {
+    text += "<|im_start|>system\n# Tools\n" + json_text(tools) + "<|im_end|>\n";
+  }
   for (const ChatMessage& message : messages) {
     text += "<|im_start|>";
     text += service::api::role_name(message.role);
@@ -86,8 +99,8 @@ std::string conversation_text(const std::vector<ChatMessage>& messages,
     } else {
       text += message.content.value_or("");
     }
-    if (!message.tool_calls_json.empty()) {
-      text += "<tool_call>\n" + message.tool_calls_json + "\n</tool_call>";
+    if (!message.tool_calls.is_undefined()) {
+      text += "<tool_call>\n" + json_text(message.tool_calls) + "\n</tool_call>";
     }
     text += "<|im_end|>\n";
   }

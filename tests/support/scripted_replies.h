@@ -34,6 +34,6 @@ inline constexpr const char* kPlainReply =
 // A conversation as one text, for counting its tokens: ChatML turns with the tools, reasoning,
 // calls and tool results, ending in the assistant's generation prompt.
 std::string conversation_text(const std::vector<service::api::ChatMessage>& messages,
-                              const std::string& tools_json);
+                              const engine::chat::Value& tools);
 
 }  // namespace tern::testing

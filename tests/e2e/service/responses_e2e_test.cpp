@@ -16,6 +16,7 @@
 
 #include "service/server.h"
 #include "tests/e2e/service/fake_model_service.h"
+#include "tests/support/compact_json.h"
 
 namespace tern::service {
 namespace {
@@ -289,8 +290,8 @@ TEST_F(ResponsesTest, FunctionCallOutputFollowUp) {
   ASSERT_EQ(messages.size(), 3u);
   EXPECT_EQ(messages[1].role, api::ChatRole::assistant);
   EXPECT_EQ(messages[1].reasoning_content, "think0 think1 ");
-  EXPECT_TRUE(contains(messages[1].tool_calls_json, R"("id":"call_fake0")"))
-      << messages[1].tool_calls_json;
+  EXPECT_TRUE(contains(tern::testing::compact_json(messages[1].tool_calls), R"("id":"call_fake0")"))
+      << tern::testing::compact_json(messages[1].tool_calls);
   EXPECT_EQ(messages[2].role, api::ChatRole::tool);
   EXPECT_EQ(messages[2].tool_call_id, "call_fake0");
   EXPECT_EQ(messages[2].content, "sunny");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "service/anthropic/messages_request.h"
+#include "tests/support/compact_json.h"
 
 namespace tern::service::anthropic {
 namespace {
@@ -69,13 +70,14 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
   EXPECT_EQ(request->sampling.top_p, 0.9);
   EXPECT_EQ(request->sampling.top_k, 40);
   EXPECT_EQ(request->sampling.n, 1);
-  EXPECT_EQ(request->tools_json,
+  EXPECT_EQ(tern::testing::compact_json(request->tools),
             R"([{"type":"function","function":{"name":"get_weather","description":"Weather by )"
             R"(city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}},)"
             R"({"type":"function","function":{"name":"noop","parameters":{"type":"object"}}}])");
-  EXPECT_EQ(request->tool_choice_json, R"("auto")");
+  EXPECT_EQ(request->tool_choice, api::ToolChoice::automatic);
   EXPECT_FALSE(request->parallel_tool_calls);  // disable_parallel_tool_use
-  EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":true})");
+  EXPECT_EQ(tern::testing::compact_json(request->chat_template_kwargs),
+            R"({"enable_thinking":true})");
   EXPECT_EQ(request->reasoning_budget_tokens, 2048);
   EXPECT_TRUE(request->add_generation_prompt);
   EXPECT_FALSE(request->continue_final_message);
@@ -89,11 +91,11 @@ TEST(AnthropicRequestTest, ParsesEveryField) {
   EXPECT_EQ(messages[2].role, api::ChatRole::assistant);
   EXPECT_EQ(messages[2].content, "Checking.");
   EXPECT_EQ(messages[2].reasoning_content, "use the tool");
-  EXPECT_EQ(messages[2].tool_calls_json,
+  EXPECT_EQ(tern::testing::compact_json(messages[2].tool_calls),
             R"([{"id":"toolu_1","type":"function","function":{"name":"get_weather",)"
-            R"("arguments":"{\"city\":\"Paris\",\"days\":[1,2]}"}},)"
-            R"({"id":"toolu_2","type":"function","function":{"name":"noop","arguments":"{}"}},)"
-            R"({"id":"toolu_3","type":"function","function":{"name":"noop","arguments":"{}"}}])");
+            R"("arguments":{"city":"Paris","days":[1,2]}}},)"
+            R"({"id":"toolu_2","type":"function","function":{"name":"noop","arguments":{}}},)"
+            R"({"id":"toolu_3","type":"function","function":{"name":"noop","arguments":{}}}])");
   EXPECT_EQ(messages[3].role, api::ChatRole::tool);
   EXPECT_EQ(messages[3].tool_call_id, "toolu_1");
   EXPECT_EQ(messages[3].content, "sunny");
@@ -151,7 +153,7 @@ TEST(AnthropicRequestTest, SystemStringComesFirstWhereverItIsInTheBody) {
   EXPECT_EQ(empty->messages.size(), 1u);
   EXPECT_FALSE(empty->stream);
   EXPECT_FALSE(empty->sampling.temperature.has_value());
-  EXPECT_TRUE(empty->chat_template_kwargs_json.empty());
+  EXPECT_TRUE(tern::testing::compact_json(empty->chat_template_kwargs).empty());
   EXPECT_FALSE(empty->reasoning_budget_tokens.has_value());
 }
 
@@ -163,8 +165,8 @@ TEST(AnthropicRequestTest, AssistantTurnThatOnlyCallsToolsHasNoContent) {
   ASSERT_TRUE(calls.ok()) << calls.error().message;
   ASSERT_EQ(calls->messages.size(), 3u);
   EXPECT_FALSE(calls->messages[1].content.has_value());
-  EXPECT_EQ(calls->messages[1].tool_calls_json,
-            R"([{"id":"t","type":"function","function":{"name":"f","arguments":"{}"}}])");
+  EXPECT_EQ(tern::testing::compact_json(calls->messages[1].tool_calls),
+            R"([{"id":"t","type":"function","function":{"name":"f","arguments":{}}}])");
   EXPECT_EQ(calls->messages[2].role, api::ChatRole::tool);
   EXPECT_TRUE(calls->add_generation_prompt);
 }
@@ -181,18 +183,20 @@ TEST(AnthropicRequestTest, FinalAssistantMessageIsAPrefill) {
 TEST(AnthropicRequestTest, ThinkingModes) {
   const auto disabled = parse_messages_request(messages_with(R"("thinking":{"type":"disabled"})"));
   ASSERT_TRUE(disabled.ok());
-  EXPECT_EQ(disabled->chat_template_kwargs_json, R"({"enable_thinking":false})");
+  EXPECT_EQ(tern::testing::compact_json(disabled->chat_template_kwargs),
+            R"({"enable_thinking":false})");
   EXPECT_FALSE(disabled->reasoning_budget_tokens.has_value());
   const auto adaptive = parse_messages_request(messages_with(R"("thinking":{"type":"adaptive"})"));
   ASSERT_TRUE(adaptive.ok());
-  EXPECT_EQ(adaptive->chat_template_kwargs_json, R"({"enable_thinking":true})");
+  EXPECT_EQ(tern::testing::compact_json(adaptive->chat_template_kwargs),
+            R"({"enable_thinking":true})");
   EXPECT_FALSE(adaptive->reasoning_budget_tokens.has_value());
 }
 
 TEST(AnthropicRequestTest, ToolChoiceNonePassesThrough) {
   const auto request = parse_messages_request(messages_with(R"("tool_choice":{"type":"none"})"));
   ASSERT_TRUE(request.ok());
-  EXPECT_EQ(request->tool_choice_json, R"("none")");
+  EXPECT_EQ(request->tool_choice, api::ToolChoice::none);
 }
 
 TEST(AnthropicRequestTest, RejectsBadFieldsNamingThem) {
@@ -296,9 +300,10 @@ TEST(AnthropicRequestTest, CountTokensNeedsNoMaxTokens) {
   EXPECT_TRUE(request->is_chat);
   ASSERT_EQ(request->messages.size(), 2u);
   EXPECT_EQ(request->messages[0].role, api::ChatRole::system);
-  EXPECT_EQ(request->tools_json,
+  EXPECT_EQ(tern::testing::compact_json(request->tools),
             R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])");
-  EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":true})");
+  EXPECT_EQ(tern::testing::compact_json(request->chat_template_kwargs),
+            R"({"enable_thinking":true})");
   EXPECT_TRUE(request->add_generation_prompt);
   EXPECT_FALSE(request->add_special_tokens);
   const auto bad = parse_count_tokens_request(R"({"messages":[{"role":"user","content":[1]}]})");
@@ -315,12 +320,12 @@ namespace {
 TEST(AnthropicRequestTest, AnyOrANamedToolForcesACall) {
   const auto any = parse_messages_request(messages_with(R"("tool_choice":{"type":"any"})"));
   ASSERT_TRUE(any.ok()) << any.error().message;
-  EXPECT_TRUE(any->tool_call_required);
+  EXPECT_EQ(any->tool_choice, api::ToolChoice::required);
   EXPECT_TRUE(any->required_tool.empty());
   const auto named =
       parse_messages_request(messages_with(R"("tool_choice":{"type":"tool","name":"f"})"));
   ASSERT_TRUE(named.ok()) << named.error().message;
-  EXPECT_TRUE(named->tool_call_required);
+  EXPECT_EQ(named->tool_choice, api::ToolChoice::required);
   EXPECT_EQ(named->required_tool, "f");
 }
 

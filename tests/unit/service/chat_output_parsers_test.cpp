@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/chat/value_json.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "service/api/tool_values.h"
 #include "service/chat_output_parsers.h"
 #include "tests/support/shared_data.h"
 
@@ -64,11 +66,17 @@ TEST(ChatOutputParsers, OnlyMarkersThatAreSpecialTokensAreKept) {
 }
 
 TEST(ChatOutputParsers, FunctionNamesOfTheRequestsTools) {
-  EXPECT_EQ(function_names(R"([{"type":"function","function":{"name":"a"}},)"
-                           R"({"type":"function","function":{"name":"b","parameters":{}}}])"),
+  const auto names = [](std::string_view json) {
+    auto tools = engine::chat::parse_json_value(json);
+    EXPECT_TRUE(tools.ok()) << json;
+    return tools.ok() ? api::function_names(*tools) : std::vector<std::string>{};
+  };
+  EXPECT_EQ(names(R"([{"type":"function","function":{"name":"a"}},)"
+                  R"({"type":"function","function":{"name":"b","parameters":{}}}])"),
             (std::vector<std::string>{"a", "b"}));
-  EXPECT_TRUE(function_names("not json").empty());
-  EXPECT_TRUE(function_names(R"({"name":"a"})").empty());
+  EXPECT_TRUE(api::function_names(engine::chat::Value()).empty());
+  EXPECT_TRUE(names(R"({"name":"a"})").empty());
+  EXPECT_TRUE(names(R"([{"name":"a"}, 3])").empty());
 }
 
 }  // namespace

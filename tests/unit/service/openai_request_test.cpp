@@ -13,6 +13,7 @@
 #include "service/openai/chat_completion_parser.h"
 #include "service/openai/completion_parser.h"
 #include "service/openai/tokenize_parser.h"
+#include "tests/support/compact_json.h"
 
 namespace tern::service::openai {
 namespace {
@@ -60,18 +61,19 @@ TEST(ChatRequestTest, ParsesEveryField) {
   EXPECT_TRUE(request->logprobs);
   EXPECT_EQ(request->top_logprobs, 3);
   EXPECT_EQ(request->user, "u");
-  EXPECT_EQ(request->chat_template_kwargs_json, R"({"enable_thinking":false})");
-  EXPECT_EQ(request->tool_choice_json, R"("auto")");
+  EXPECT_EQ(tern::testing::compact_json(request->chat_template_kwargs),
+            R"({"enable_thinking":false})");
+  EXPECT_EQ(request->tool_choice, api::ToolChoice::automatic);
   EXPECT_FALSE(request->parallel_tool_calls);
   EXPECT_EQ(request->reasoning_budget_tokens, api::kLowReasoningEffortTokens);
-  EXPECT_EQ(request->tools_json,
+  EXPECT_EQ(tern::testing::compact_json(request->tools),
             R"([{"type":"function","function":{"name":"f","parameters":{}}}])");
   ASSERT_EQ(request->messages.size(), 4u);
   EXPECT_EQ(request->messages[0].role, api::ChatRole::system);
   EXPECT_EQ(request->messages[1].content, "a\nb");
   EXPECT_FALSE(request->messages[2].content.has_value());
-  EXPECT_EQ(request->messages[2].tool_calls_json,
-            R"([{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}])");
+  EXPECT_EQ(tern::testing::compact_json(request->messages[2].tool_calls),
+            R"([{"id":"c1","type":"function","function":{"name":"f","arguments":{}}}])");
   EXPECT_EQ(request->messages[3].role, api::ChatRole::tool);
   EXPECT_EQ(request->messages[3].tool_call_id, "c1");
 }
@@ -243,16 +245,16 @@ TEST(ChatRequestTest, LargestSeedIsAccepted) {
 TEST(ChatRequestTest, ToolChoiceCanForceACall) {
   const auto required = parse_chat_completion_request(chat_with(R"("tool_choice":"required")"));
   ASSERT_TRUE(required.ok()) << required.error().message;
-  EXPECT_TRUE(required->tool_call_required);
+  EXPECT_EQ(required->tool_choice, api::ToolChoice::required);
   EXPECT_TRUE(required->required_tool.empty());
   const auto named = parse_chat_completion_request(
       chat_with(R"("tool_choice":{"type":"function","function":{"name":"get_weather"}})"));
   ASSERT_TRUE(named.ok()) << named.error().message;
-  EXPECT_TRUE(named->tool_call_required);
+  EXPECT_EQ(named->tool_choice, api::ToolChoice::required);
   EXPECT_EQ(named->required_tool, "get_weather");
   const auto automatic = parse_chat_completion_request(chat_with(R"("tool_choice":"auto")"));
   ASSERT_TRUE(automatic.ok());
-  EXPECT_FALSE(automatic->tool_call_required);
+  EXPECT_EQ(automatic->tool_choice, api::ToolChoice::automatic);
 }
 
 // Every API's structured-output field is read into one GrammarSpec, naming the field it came from.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "service/responses/responses_request.h"
+#include "tests/support/compact_json.h"
 
 namespace tern::service::responses {
 namespace {
@@ -45,7 +46,7 @@ TEST(ResponsesRequestTest, StringInputIsOneUserMessage) {
   EXPECT_EQ(request.settings.tool_choice_json, R"("auto")");
   EXPECT_EQ(request.settings.tools_json, "[]");
   EXPECT_EQ(request.settings.metadata_json, "{}");
-  EXPECT_TRUE(request.tools_json.empty());
+  EXPECT_TRUE(tern::testing::compact_json(request.tools).empty());
 }
 
 TEST(ResponsesRequestTest, ParsesEveryField) {
@@ -71,10 +72,10 @@ TEST(ResponsesRequestTest, ParsesEveryField) {
   EXPECT_EQ(request.sampling.temperature, 0.5);
   EXPECT_EQ(request.sampling.top_p, 0.9);
   EXPECT_TRUE(request.stream);
-  EXPECT_EQ(request.tools_json,
+  EXPECT_EQ(tern::testing::compact_json(request.tools),
             R"([{"type":"function","function":{"name":"get_weather","description":"By city",)"
             R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}])");
-  EXPECT_EQ(request.tool_choice_json, R"("none")");
+  EXPECT_EQ(request.tool_choice, api::ToolChoice::none);
   EXPECT_EQ(request.reasoning_budget_tokens, api::kLowReasoningEffortTokens);
   EXPECT_EQ(request.user, "u-1");
   const ResponseSettings& settings = request.settings;
@@ -142,10 +143,10 @@ TEST(ResponsesRequestTest, ItemsBecomeChatTurns) {
   EXPECT_EQ(m[2].role, api::ChatRole::assistant);
   EXPECT_EQ(m[2].reasoning_content, "think");
   EXPECT_EQ(m[2].content, "Checking.");
-  EXPECT_EQ(m[2].tool_calls_json,
+  EXPECT_EQ(tern::testing::compact_json(m[2].tool_calls),
             R"([{"id":"call_1","type":"function","function":{"name":"get_weather",)"
-            R"("arguments":"{\"city\":\"Paris\"}"}},{"id":"call_2","type":"function",)"
-            R"("function":{"name":"get_time","arguments":"{}"}}])");
+            R"("arguments":{"city":"Paris"}}},{"id":"call_2","type":"function",)"
+            R"("function":{"name":"get_time","arguments":{}}}])");
   EXPECT_EQ(m[3].role, api::ChatRole::tool);
   EXPECT_EQ(m[3].tool_call_id, "call_1");
   EXPECT_EQ(m[3].content, "sunny");
@@ -185,7 +186,7 @@ TEST(ResponsesRequestTest, AcceptsCodexRequests) {
     "include": ["reasoning.encrypted_content"], "prompt_cache_key": "conv-1",
     "text": {"verbosity": "medium"}
   })");
-  EXPECT_EQ(request.tools_json,
+  EXPECT_EQ(tern::testing::compact_json(request.tools),
             R"([{"type":"function","function":{"name":"shell","description":"Runs a command",)"
             R"("parameters":{"type":"object","properties":{}}}}])");
   EXPECT_EQ(request.settings.tools_json,
@@ -197,7 +198,7 @@ TEST(ResponsesRequestTest, AcceptsCodexRequests) {
 
 TEST(ResponsesRequestTest, OnlyNonFunctionToolsMeanNoTools) {
   const ResponsesRequest request = parsed(input_with(R"("tools":[{"type":"web_search"}])"));
-  EXPECT_TRUE(request.tools_json.empty());
+  EXPECT_TRUE(tern::testing::compact_json(request.tools).empty());
   EXPECT_EQ(request.settings.tools_json, "[]");
 }
 
@@ -222,11 +223,11 @@ TEST(ResponsesRequestTest, RejectsMalformedRequests) {
       "input[0].content[0].type");
   expect_rejected(R"({"input":[{"role":"user","content":[{"type":"input_text"}]}]})",
                   "input[0].content[0].text");
-  expect_rejected(R"({"input":["hi",{"type":"function_call","name":"f","arguments":"{}"}]})",
+  expect_rejected(R"({"input":["hi",{"type":"function_call","name":"f","arguments":{}}]})",
                   "input[0]");
-  expect_rejected(R"({"input":[{"type":"function_call","name":"f","arguments":"{}"}]})",
+  expect_rejected(R"({"input":[{"type":"function_call","name":"f","arguments":{}}]})",
                   "input[0].call_id");
-  expect_rejected(R"({"input":[{"type":"function_call","call_id":"c","arguments":"{}"}]})",
+  expect_rejected(R"({"input":[{"type":"function_call","call_id":"c","arguments":{}}]})",
                   "input[0].name");
   expect_rejected(R"({"input":[{"type":"function_call","call_id":"c","name":"f"}]})",
                   "input[0].arguments");
@@ -275,11 +276,11 @@ namespace {
 
 TEST(ResponsesRequestTest, RequiredOrANamedFunctionForcesACall) {
   const ResponsesRequest required = parsed(input_with(R"("tool_choice":"required")"));
-  EXPECT_TRUE(required.tool_call_required);
+  EXPECT_EQ(required.tool_choice, api::ToolChoice::required);
   EXPECT_EQ(required.settings.tool_choice_json, R"("required")");
   const ResponsesRequest named =
       parsed(input_with(R"("tool_choice":{"type":"function","name":"f"})"));
-  EXPECT_TRUE(named.tool_call_required);
+  EXPECT_EQ(named.tool_choice, api::ToolChoice::required);
   EXPECT_EQ(named.required_tool, "f");
   EXPECT_EQ(named.settings.tool_choice_json, R"({"type":"function","name":"f"})");
 }

@@ -10,6 +10,7 @@
 
 #include "service/responses/response_object.h"
 #include "service/responses/responses_stream_encoder.h"
+#include "tests/support/compact_json.h"
 
 namespace tern::service::responses {
 namespace {
@@ -391,9 +392,9 @@ TEST(ResponseObjectTest, OutputItemsKeepTheOrderWritten) {
   EXPECT_EQ(message.role, api::ChatRole::assistant);
   EXPECT_EQ(message.reasoning_content, "hmm");
   EXPECT_EQ(message.content, "Before.After.");
-  EXPECT_EQ(message.tool_calls_json,
-            R"([{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},)"
-            R"({"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}])");
+  EXPECT_EQ(tern::testing::compact_json(message.tool_calls),
+            R"([{"id":"call_1","type":"function","function":{"name":"f","arguments":{"a":1}}},)"
+            R"({"id":"call_2","type":"function","function":{"name":"g","arguments":{}}}])");
 }
 
 TEST(ResponseObjectTest, TextOnlyWithoutOffsetsAndEmptyOutput) {

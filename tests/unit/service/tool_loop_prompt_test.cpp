@@ -60,7 +60,7 @@ api::ApiResult<std::string> render(const engine::ModelChatTemplate& chat_templat
                                    const api::ChatRequest& request) {
   return render_chat_prompt(
       chat_template,
-      ChatPromptInput{&request.messages, request.tools_json, request.chat_template_kwargs_json,
+      ChatPromptInput{&request.messages, request.tools, request.chat_template_kwargs,
                       request.add_generation_prompt, request.continue_final_message});
 }
 
