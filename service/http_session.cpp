@@ -492,113 +492,134 @@ awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_
   co_return co_await send_reply(core, stream, request, record, std::move(reply));
 }
 
-awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
-                            std::unique_ptr<Request> pending,
-                            std::unique_ptr<ConnectionCount> count) {
+namespace {
+
+// The next request off the connection, read whole, with its id and counted in active_requests;
+// nullopt when the connection ends instead (closed, idle too long, or a malformed, slow or
+// oversized request answered with its error). `first`: the connection's first read, which the
+// header deadline alone bounds.
+awaitable<std::optional<Request>> read_request(ServerCore& core, beast::tcp_stream& stream,
+                                               beast::flat_buffer& buffer, bool first) {
   const ServerConfig& config = core.config;
-  const bool on_control = pending == nullptr;
-  if (on_control) {
-    // Tokens go out as small writes; with Nagle's algorithm each waited for the client's
-    // delayed ACK, about 40 ms on Linux, before the first token of every stream.
-    boost::system::error_code no_delay_error;  // a socket that refuses still works
-    socket.set_option(tcp::no_delay(true), no_delay_error);
+  // Idle keep-alive: wait for the next request's first byte.
+  if (!first && buffer.size() == 0) {
+    stream.expires_after(seconds(config.timeouts.idle_s));
+    auto [ec, bytes] = co_await stream.async_read_some(buffer.prepare(4096), kUseTuple);
+    if (ec) co_return std::nullopt;
+    buffer.commit(bytes);
   }
-  const std::string client = peer_address(socket);
-  beast::tcp_stream stream(std::move(socket));
-  bool first = true;
-  for (;;) {
-    if (pending) {
-      Request request = std::move(*pending);
-      pending.reset();
-      first = false;
-      RequestRecord record;
-      const bool keep_alive = co_await answer(core, stream, buffer, request, record);
-      core.active_requests.fetch_sub(1);
-      log_request(core, request, record, client);
-      if (!keep_alive || core.draining.load()) break;
-      continue;
-    }
-    // Idle keep-alive: wait for the next request's first byte.
-    if (!first && buffer.size() == 0) {
-      stream.expires_after(seconds(config.timeouts.idle_s));
-      auto [ec, bytes] = co_await stream.async_read_some(buffer.prepare(4096), kUseTuple);
-      if (ec) break;
-      buffer.commit(bytes);
-    }
-    first = false;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(config.limits.max_header_bytes, UINT32_MAX)));
+  parser.body_limit(config.limits.max_body_bytes);
 
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(config.limits.max_header_bytes, UINT32_MAX)));
-    parser.body_limit(config.limits.max_body_bytes);
-
-    // Header and body deadlines race a timer rather than using the stream's expiry, which
-    // would close the socket before a 408 could be sent.
-    asio::steady_timer deadline(stream.get_executor());
-    deadline.expires_after(seconds(config.timeouts.header_s));
-    auto header = co_await (http::async_read_header(stream, buffer, parser, kUseTuple) ||
-                            deadline.async_wait(kUseTuple));
-    if (header.index() == 1) {
-      co_await reply_to_read_error(core, stream, beast::error::timeout, buffer.size() > 0);
-      break;
-    }
-    if (const auto [header_ec, header_bytes] = std::get<0>(header); header_ec) {
-      co_await reply_to_read_error(core, stream, header_ec, buffer.size() > 0 || header_bytes > 0);
-      break;
-    }
-    RequestRecord record;
-    if (!host_header_valid(parser.get())) {
-      const api::ApiError error{400, "An HTTP/1.1 request needs exactly one Host header",
-                                "invalid_request_error", "", "bad_request"};
-      co_await send_reply(core, stream, parser.get(), record, Reply::error(error, false));
-      break;
-    }
-    const auto content_length = parser.content_length();
-    if (content_length && *content_length > config.limits.max_body_bytes) {
-      co_await send_reply(
-          core, stream, parser.get(), record,
-          Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
-      break;
-    }
-    if (!parser.is_done()) {
-      if (const auto expect = parser.get()[http::field::expect];
-          beast::iequals(expect, "100-continue")) {
-        http::response<http::empty_body> proceed{http::status::continue_, 11};
-        stream.expires_after(seconds(config.timeouts.body_s));
-        auto [write_ec, ignored] = co_await http::async_write(stream, proceed, kUseTuple);
-        if (write_ec) break;
-      }
-      deadline.expires_after(seconds(config.timeouts.body_s));
-      auto body = co_await (http::async_read(stream, buffer, parser, kUseTuple) ||
-                            deadline.async_wait(kUseTuple));
-      const boost::system::error_code body_ec =
-          body.index() == 1 ? beast::error::timeout : std::get<0>(std::get<0>(body));
-      if (body_ec) {
-        if (body_ec == http::error::body_limit) {
-          co_await send_reply(
-              core, stream, parser.get(), record,
-              Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
-        } else {
-          co_await reply_to_read_error(core, stream, body_ec, true);
-        }
-        break;
-      }
-    }
-    stream.expires_never();
-
-    Request request = parser.release();
-    assign_request_id(request);
-    core.active_requests.fetch_add(1);
-    if (on_control && served_on_streams(request)) {
-      if (hand_over(core, stream, buffer, request, count)) co_return;
-    }
-    const bool keep_alive = co_await answer(core, stream, buffer, request, record);
-    core.active_requests.fetch_sub(1);
-    log_request(core, request, record, client);
-    if (!keep_alive || core.draining.load()) break;
+  // Header and body deadlines race a timer rather than using the stream's expiry, which
+  // would close the socket before a 408 could be sent.
+  asio::steady_timer deadline(stream.get_executor());
+  deadline.expires_after(seconds(config.timeouts.header_s));
+  auto header = co_await (http::async_read_header(stream, buffer, parser, kUseTuple) ||
+                          deadline.async_wait(kUseTuple));
+  if (header.index() == 1) {
+    co_await reply_to_read_error(core, stream, beast::error::timeout, buffer.size() > 0);
+    co_return std::nullopt;
   }
+  if (const auto [header_ec, header_bytes] = std::get<0>(header); header_ec) {
+    co_await reply_to_read_error(core, stream, header_ec, buffer.size() > 0 || header_bytes > 0);
+    co_return std::nullopt;
+  }
+  RequestRecord record;
+  if (!host_header_valid(parser.get())) {
+    const api::ApiError error{400, "An HTTP/1.1 request needs exactly one Host header",
+                              "invalid_request_error", "", "bad_request"};
+    co_await send_reply(core, stream, parser.get(), record, Reply::error(error, false));
+    co_return std::nullopt;
+  }
+  const auto content_length = parser.content_length();
+  if (content_length && *content_length > config.limits.max_body_bytes) {
+    co_await send_reply(core, stream, parser.get(), record,
+                        Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
+    co_return std::nullopt;
+  }
+  if (!parser.is_done()) {
+    if (const auto expect = parser.get()[http::field::expect];
+        beast::iequals(expect, "100-continue")) {
+      http::response<http::empty_body> proceed{http::status::continue_, 11};
+      stream.expires_after(seconds(config.timeouts.body_s));
+      auto [write_ec, ignored] = co_await http::async_write(stream, proceed, kUseTuple);
+      if (write_ec) co_return std::nullopt;
+    }
+    deadline.expires_after(seconds(config.timeouts.body_s));
+    auto body = co_await (http::async_read(stream, buffer, parser, kUseTuple) ||
+                          deadline.async_wait(kUseTuple));
+    const boost::system::error_code body_ec =
+        body.index() == 1 ? beast::error::timeout : std::get<0>(std::get<0>(body));
+    if (body_ec) {
+      if (body_ec == http::error::body_limit) {
+        co_await send_reply(
+            core, stream, parser.get(), record,
+            Reply::error(api::request_too_large(config.limits.max_body_bytes), false));
+      } else {
+        co_await reply_to_read_error(core, stream, body_ec, true);
+      }
+      co_return std::nullopt;
+    }
+  }
+  stream.expires_never();
+  Request request = parser.release();
+  assign_request_id(request);
+  core.active_requests.fetch_add(1);
+  co_return request;
+}
+
+// Answers a request read off the connection and writes its log line; false when the connection
+// ends after it.
+awaitable<bool> answer_and_log(ServerCore& core, beast::tcp_stream& stream,
+                               beast::flat_buffer& buffer, const Request& request,
+                               std::string_view client) {
+  RequestRecord record;
+  const bool keep_alive = co_await answer(core, stream, buffer, request, record);
+  core.active_requests.fetch_sub(1);
+  log_request(core, request, record, client);
+  co_return keep_alive && !core.draining.load();
+}
+
+void close_sending(beast::tcp_stream& stream) {
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace
+
+awaitable<void> run_session(ServerCore& core, tcp::socket socket,
+                            std::unique_ptr<ConnectionCount> count) {
+  // Tokens go out as small writes; with Nagle's algorithm each waited for the client's delayed
+  // ACK, about 40 ms on Linux, before the first token of every stream.
+  boost::system::error_code no_delay_error;  // a socket that refuses still works
+  socket.set_option(tcp::no_delay(true), no_delay_error);
+  const std::string client = peer_address(socket);
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (bool first = true;; first = false) {
+    std::optional<Request> request = co_await read_request(core, stream, buffer, first);
+    if (!request) break;
+    if (served_on_streams(*request) && hand_over(core, stream, buffer, *request, count)) co_return;
+    if (!co_await answer_and_log(core, stream, buffer, *request, client)) break;
+  }
+  close_sending(stream);
+}
+
+awaitable<void> continue_on_streams(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
+                                    Request request,
+                                    [[maybe_unused]] std::unique_ptr<ConnectionCount> count) {
+  // `count` counts the connection open until this session ends.
+  const std::string client = peer_address(socket);
+  beast::tcp_stream stream(std::move(socket));
+  bool open = co_await answer_and_log(core, stream, buffer, request, client);
+  while (open) {
+    std::optional<Request> next = co_await read_request(core, stream, buffer, false);
+    open = next && co_await answer_and_log(core, stream, buffer, *next, client);
+  }
+  close_sending(stream);
 }
 
 void assign_request_id(Request& request) {

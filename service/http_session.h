@@ -10,12 +10,15 @@
 
 namespace tern::service::detail {
 
-// One connection's requests, in order. A session starts on the control loop (`pending` null)
-// and reads requests there; the first generation request hands the connection over to the
-// streams loop, where a new session continues with it as `pending`.
-awaitable<void> run_session(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
-                            std::unique_ptr<Request> pending,
+// One connection's requests, in order, on the control loop, until the first generation request,
+// which hands the connection over to the streams loop (server_hand_over.h).
+awaitable<void> run_session(ServerCore& core, tcp::socket socket,
                             std::unique_ptr<ConnectionCount> count);
+
+// The session continued on the streams loop: answers the request it was handed over with, then
+// the connection's later requests.
+awaitable<void> continue_on_streams(ServerCore& core, tcp::socket socket, beast::flat_buffer buffer,
+                                    Request request, std::unique_ptr<ConnectionCount> count);
 
 // Routes one request that has been read and answers it. False when the connection must close.
 awaitable<bool> answer(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& buffer,

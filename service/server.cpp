@@ -90,8 +90,8 @@ bool hand_over(ServerCore& core, beast::tcp_stream& stream, beast::flat_buffer& 
   }
   auto strand = asio::make_strand(core.streams_io);
   asio::co_spawn(strand,
-                 run_session(core, std::move(moved), std::move(buffer),
-                             std::make_unique<Request>(std::move(request)), std::move(count)),
+                 continue_on_streams(core, std::move(moved), std::move(buffer), std::move(request),
+                                     std::move(count)),
                  asio::detached);
   return true;
 }
@@ -269,10 +269,10 @@ struct Server::Impl : ServerCore {
         asio::co_spawn(connection.get_executor(), reject(std::move(connection)), asio::detached);
         continue;
       }
-      asio::co_spawn(connection.get_executor(),
-                     run_session(*this, std::move(connection), beast::flat_buffer{}, nullptr,
-                                 std::make_unique<ConnectionCount>(*this)),
-                     asio::detached);
+      asio::co_spawn(
+          connection.get_executor(),
+          run_session(*this, std::move(connection), std::make_unique<ConnectionCount>(*this)),
+          asio::detached);
     }
   }
 
