@@ -180,20 +180,9 @@ void paged_attention_avx512(const float* q, std::int64_t q_stride, int q_len, in
                             const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
                             int value_dim, float scale, float* out, std::int64_t out_stride,
                             AttentionScratch& scratch) {
-  switch (layout.type) {
-    case KvType::f32:
-      return attention_tiles::run<Avx512Ops<KvType::f32>>(
-          q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          value_dim, scale, out, out_stride, scratch);
-    case KvType::f16:
-      return attention_tiles::run<Avx512Ops<KvType::f16>>(
-          q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          value_dim, scale, out, out_stride, scratch);
-    case KvType::bf16:
-      return attention_tiles::run<Avx512Ops<KvType::bf16>>(
-          q, q_stride, q_len, first_position, n_heads, kv_head, block_table, layout, k_pool, v_pool,
-          value_dim, scale, out, out_stride, scratch);
-  }
+  attention_tiles::run_for_kv_type<Avx512Ops>(q, q_stride, q_len, first_position, n_heads, kv_head,
+                                              block_table, layout, k_pool, v_pool, value_dim, scale,
+                                              out, out_stride, scratch);
 }
 
 }  // namespace tern::kernels

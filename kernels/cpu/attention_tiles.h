@@ -90,6 +90,32 @@ void accumulate_values(float* accumulators, int heads, int value_dim, const floa
   }
 }
 
+// A tile of key positions walked in runs that are contiguous in one cache block: f(j, run,
+// offset) for the run of `run` keys starting at the tile's j-th, whose rows start `offset`
+// elements into the pool.
+struct KeyRuns {
+  const std::int32_t* block_table;
+  int block_size;
+  std::int64_t block_elements;
+  std::int64_t head_offset;
+  int head_dim;
+  int tile_start;
+  int tile_length;
+
+  template <typename F>
+  void for_each(F&& f) const {
+    for (int j = 0; j < tile_length;) {
+      const int position = tile_start + j;
+      const int slot = position % block_size;
+      const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
+      f(j, run,
+        block_table[position / block_size] * block_elements + head_offset +
+            static_cast<std::int64_t>(slot) * head_dim);
+      j += run;
+    }
+  }
+};
+
 template <typename Ops>
 static void run(const float* q, std::int64_t q_stride, int q_len, int first_position, int n_heads,
                 int kv_head, const std::int32_t* block_table, const KvCacheLayout& layout,
@@ -131,31 +157,20 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
             key_count - tile_start < kAttentionKeyTile ? key_count - tile_start : kAttentionKeyTile;
         // A decode step finds its keys and values in memory, not cache (the weights stream
         // through in between): ask for the whole tile at once rather than a run at a time.
+        const KeyRuns runs{block_table, block_size, block_elements, head_offset,
+                           head_dim,    tile_start, tile_length};
         if (row == 0) {
-          for (int j = 0; j < tile_length;) {
-            const int position = tile_start + j;
-            const int slot = position % block_size;
-            const int run =
-                block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
-            const std::int64_t offset = block_table[position / block_size] * block_elements +
-                                        head_offset + static_cast<std::int64_t>(slot) * head_dim;
+          runs.for_each([&](int /*j*/, int run, std::int64_t offset) {
             prefetch_bytes(keys_base + offset, run * head_dim * sizeof(Element));
             if (values_base != keys_base) {
               prefetch_bytes(values_base + offset, run * head_dim * sizeof(Element));
             }
-            j += run;
-          }
+          });
         }
-        // Scores, walking the tile in runs of keys that are contiguous in one cache block.
-        for (int j = 0; j < tile_length;) {
-          const int position = tile_start + j;
-          const int slot = position % block_size;
-          const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
-          const Element* keys = keys_base + block_table[position / block_size] * block_elements +
-                                head_offset + static_cast<std::int64_t>(slot) * head_dim;
-          score_keys<Ops>(queries, heads, head_dim, keys, run, scale, scores + j, scratch);
-          j += run;
-        }
+        runs.for_each([&](int j, int run, std::int64_t offset) {
+          score_keys<Ops>(queries, heads, head_dim, keys_base + offset, run, scale, scores + j,
+                          scratch);
+        });
         // Online softmax: rescale what earlier tiles accumulated to this tile's running maximum.
         for (int h = 0; h < heads; ++h) {
           float* head_scores = scores + h * kAttentionKeyTile;
@@ -172,17 +187,10 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
           }
         }
         // Values: rows laid out as keys, of which the first value_dim count.
-        for (int j = 0; j < tile_length;) {
-          const int position = tile_start + j;
-          const int slot = position % block_size;
-          const int run = block_size - slot < tile_length - j ? block_size - slot : tile_length - j;
-          const Element* values = values_base +
-                                  block_table[position / block_size] * block_elements +
-                                  head_offset + static_cast<std::int64_t>(slot) * head_dim;
-          accumulate_values<Ops>(accumulators, heads, value_dim, scores + j, values, run, head_dim,
-                                 scratch);
-          j += run;
-        }
+        runs.for_each([&](int j, int run, std::int64_t offset) {
+          accumulate_values<Ops>(accumulators, heads, value_dim, scores + j, values_base + offset,
+                                 run, head_dim, scratch);
+        });
       }
 
       float* output = out + row * out_stride + static_cast<std::int64_t>(query_head) * value_dim;
@@ -193,6 +201,29 @@ static void run(const float* q, std::int64_t q_stride, int q_len, int first_posi
         }
       }
     }
+  }
+}
+
+// run<Ops<type>> for the element type of the cache: each instruction set's entry point.
+template <template <KvType> class Ops>
+static void run_for_kv_type(const float* q, std::int64_t q_stride, int q_len, int first_position,
+                            int n_heads, int kv_head, const std::int32_t* block_table,
+                            const KvCacheLayout& layout, const void* k_pool, const void* v_pool,
+                            int value_dim, float scale, float* out, std::int64_t out_stride,
+                            AttentionScratch& scratch) {
+  switch (layout.type) {
+    case KvType::f32:
+      return run<Ops<KvType::f32>>(q, q_stride, q_len, first_position, n_heads, kv_head,
+                                   block_table, layout, k_pool, v_pool, value_dim, scale, out,
+                                   out_stride, scratch);
+    case KvType::f16:
+      return run<Ops<KvType::f16>>(q, q_stride, q_len, first_position, n_heads, kv_head,
+                                   block_table, layout, k_pool, v_pool, value_dim, scale, out,
+                                   out_stride, scratch);
+    case KvType::bf16:
+      return run<Ops<KvType::bf16>>(q, q_stride, q_len, first_position, n_heads, kv_head,
+                                    block_table, layout, k_pool, v_pool, value_dim, scale, out,
+                                    out_stride, scratch);
   }
 }
 
