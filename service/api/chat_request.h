@@ -6,8 +6,7 @@
 #include <vector>
 
 #include "engine/chat/value.h"
-#include "engine/grammar/grammar_spec.h"
-#include "service/api/sampling_request.h"
+#include "service/api/generation_request.h"
 
 namespace tern::service::api {
 
@@ -31,15 +30,10 @@ struct ChatMessage {
 
 // One chat generation as every door asks for it: OpenAI's chat completions (with vLLM's
 // extensions) parse into it directly; the Anthropic and Responses doors translate into it.
-struct ChatRequest {
-  std::string model;  // empty: the server's default model
+struct ChatRequest : GenerationRequest {
   std::vector<ChatMessage> messages;
-  SamplingRequest sampling;
-  bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
   int top_logprobs = 0;
-  std::string user;
   // The function tools in OpenAI's shape, which the chat template reads as they are (each door
   // translates its own into it); undefined when absent.
   engine::chat::Value tools;
@@ -54,13 +48,8 @@ struct ChatRequest {
   // The most tokens a reasoning model may think for before tern closes its reasoning:
   // reasoning_effort here, Anthropic's thinking.budget_tokens. Unset: no cap.
   std::optional<int> reasoning_budget_tokens;
-  // Structured output: what the answer must be (response_format and its relatives).
-  engine::grammar::GrammarSpec structured_output;
   bool add_generation_prompt = true;
   bool continue_final_message = false;
-  // Not from the body: who is asking (the API key, or the address without keys), for the
-  // per-client share of the waiting queue. Set by the server.
-  std::string client;
 };
 
 }  // namespace tern::service::api

@@ -5,8 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/grammar/grammar_spec.h"
-#include "service/api/sampling_request.h"
+#include "service/api/generation_request.h"
 
 namespace tern::service::api {
 
@@ -19,18 +18,11 @@ struct CompletionPrompt {
 
 // POST /v1/completions. `prompt` may be a string, an array of strings, an array of token ids or
 // an array of token-id arrays; each prompt gets `n` choices, numbered prompt * n + i.
-struct CompletionRequest {
-  std::string model;  // empty: the server's default model
+struct CompletionRequest : GenerationRequest {
   std::vector<CompletionPrompt> prompts;
-  SamplingRequest sampling;
-  bool stream = false;
-  bool include_usage = false;
   bool echo = false;
   std::optional<int> logprobs;  // how many alternatives per token, 0..20
-  std::string user;
   bool add_special_tokens = true;
-  engine::grammar::GrammarSpec structured_output;
-  std::string client;  // not from the body: see ChatRequest::client
 };
 
 }  // namespace tern::service::api

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "service/api/reasoning_effort.h"
-#include "service/api/structured_output_fields.h"
 #include "service/api/tool_values.h"
 #include "service/openai/chat_messages_field.h"
+#include "service/openai/generation_fields.h"
 #include "service/openai/sampling_fields.h"
 #include "service/openai/unimplemented_fields.h"
 
@@ -235,25 +235,17 @@ api::ApiResult<api::ChatRequest> parse_chat_completion_request(std::string_view 
   bool has_messages = false;
   for (auto [key, value] : *root) {
     api::json::Check error;
-    if (read_sampling_field(key, value, request.sampling, error)) {
-      // read above
-    } else if (key == "messages") {
+    if (key == "messages") {
       error = read_chat_messages(value, request.messages);
       has_messages = true;
+    } else if (read_generation_field(key, value, request, error)) {
+      // read above
     } else if (value.is_null()) {
       continue;  // every other field is optional, and null means "not given"
-    } else if (key == "model") {
-      error = api::json::read_string(value, key, request.model);
-    } else if (key == "stream") {
-      error = api::json::read_bool(value, key, request.stream);
-    } else if (key == "stream_options") {
-      error = read_stream_options(value, request.include_usage);
     } else if (key == "logprobs") {
       error = api::json::read_bool(value, key, request.logprobs);
     } else if (key == "top_logprobs") {
       error = api::json::read_int(value, key, 0, api::kMaxTopLogprobs, request.top_logprobs);
-    } else if (key == "user") {
-      error = api::json::read_string(value, key, request.user);
     } else if (key == "tools") {
       error = read_tools(value, request.tools);
     } else if (key == "tool_choice") {
@@ -268,8 +260,6 @@ api::ApiResult<api::ChatRequest> parse_chat_completion_request(std::string_view 
       error = api::json::read_bool(value, key, request.add_generation_prompt);
     } else if (key == "continue_final_message") {
       error = api::json::read_bool(value, key, request.continue_final_message);
-    } else if (api::read_structured_output_field(key, value, request.structured_output, error)) {
-      // read above
     } else {
       error = refuse_unimplemented_field(key, value);
     }

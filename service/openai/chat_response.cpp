@@ -1,5 +1,6 @@
 #include "service/openai/chat_response.h"
-#include "service/openai/usage_chunk.h"
+
+#include "service/openai/response_envelope.h"
 
 namespace tern::service::openai {
 namespace {
@@ -45,11 +46,7 @@ std::string encode_chat_completion(const api::ResponseMeta& meta,
   for (const api::ChoiceOutput& choice : choices)
     out.reserve(out.capacity() + choice.text.size() + 128);
   api::JsonWriter json(out);
-  json.begin_object()
-      .field("id", meta.id)
-      .field("object", "chat.completion")
-      .field("created", meta.created)
-      .field("model", meta.model);
+  begin_response_object(json, meta, "chat.completion");
   json.key("choices").begin_array();
   int index = 0;
   for (const api::ChoiceOutput& choice : choices) {
@@ -84,11 +81,7 @@ std::string encode_chat_completion(const api::ResponseMeta& meta,
 
 void ChatChunkEncoder::begin_chunk(std::string& out, api::JsonWriter& json) {
   out += "data: ";
-  json.begin_object()
-      .field("id", meta_.id)
-      .field("object", "chat.completion.chunk")
-      .field("created", meta_.created)
-      .field("model", meta_.model);
+  begin_response_object(json, meta_, "chat.completion.chunk");
   json.key("choices").begin_array();
 }
 

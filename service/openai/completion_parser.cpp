@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "service/api/json_reader.h"
-#include "service/api/structured_output_fields.h"
+#include "service/openai/generation_fields.h"
 #include "service/openai/sampling_fields.h"
 #include "service/openai/unimplemented_fields.h"
 
@@ -62,27 +62,19 @@ api::ApiResult<api::CompletionRequest> parse_completion_request(std::string_view
   bool has_prompt = false;
   for (auto [key, value] : *root) {
     api::json::Check error;
-    if (read_sampling_field(key, value, request.sampling, error)) {
-      // read above
-    } else if (key == "prompt") {
+    if (key == "prompt") {
       error = read_prompt(value, request.prompts);
       has_prompt = true;
+    } else if (read_generation_field(key, value, request, error)) {
+      // read above
     } else if (value.is_null()) {
       continue;
-    } else if (key == "model") {
-      error = api::json::read_string(value, key, request.model);
-    } else if (key == "stream") {
-      error = api::json::read_bool(value, key, request.stream);
-    } else if (key == "stream_options") {
-      error = read_stream_options(value, request.include_usage);
     } else if (key == "echo") {
       error = api::json::read_bool(value, key, request.echo);
     } else if (key == "logprobs") {
       int count = 0;
       error = api::json::read_int(value, key, 0, api::kMaxTopLogprobs, count);
       request.logprobs = count;
-    } else if (key == "user") {
-      error = api::json::read_string(value, key, request.user);
     } else if (key == "add_special_tokens") {
       error = api::json::read_bool(value, key, request.add_special_tokens);
     } else if (key == "suffix") {
@@ -91,8 +83,6 @@ api::ApiResult<api::CompletionRequest> parse_completion_request(std::string_view
       if (!error && !suffix.empty()) {
         error = api::not_implemented("suffix", "'suffix' is not supported yet");
       }
-    } else if (api::read_structured_output_field(key, value, request.structured_output, error)) {
-      // read above
     } else {
       error = refuse_unimplemented_field(key, value);
     }

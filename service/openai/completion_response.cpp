@@ -1,5 +1,6 @@
 #include "service/openai/completion_response.h"
-#include "service/openai/usage_chunk.h"
+
+#include "service/openai/response_envelope.h"
 
 namespace tern::service::openai {
 
@@ -29,11 +30,7 @@ std::string encode_text_completion(const api::ResponseMeta& meta,
                                    const Usage& usage, std::optional<int> logprobs) {
   std::string out;
   api::JsonWriter json(out);
-  json.begin_object()
-      .field("id", meta.id)
-      .field("object", "text_completion")
-      .field("created", meta.created)
-      .field("model", meta.model);
+  begin_response_object(json, meta, "text_completion");
   json.key("choices").begin_array();
   int index = 0;
   for (const api::ChoiceOutput& choice : choices) {
@@ -58,11 +55,7 @@ void CompletionChunkEncoder::chunk(std::string& out, int index, std::string_view
   if (text_offset_.size() <= static_cast<std::size_t>(index)) text_offset_.resize(index + 1, 0);
   out += "data: ";
   api::JsonWriter json(out);
-  json.begin_object()
-      .field("id", meta_.id)
-      .field("object", "text_completion")
-      .field("created", meta_.created)
-      .field("model", meta_.model);
+  begin_response_object(json, meta_, "text_completion");
   json.key("choices").begin_array().begin_object().field("index", index).field("text", text);
   json.key("logprobs");
   if (logprobs_ && logprobs != nullptr) {

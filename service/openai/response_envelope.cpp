@@ -1,19 +1,24 @@
-#include "service/openai/usage_chunk.h"
+#include "service/openai/response_envelope.h"
 
 #include "service/sse.h"
 
 namespace tern::service::openai {
+
+void begin_response_object(api::JsonWriter& json, const api::ResponseMeta& meta,
+                           std::string_view object) {
+  json.begin_object()
+      .field("id", meta.id)
+      .field("object", object)
+      .field("created", meta.created)
+      .field("model", meta.model);
+}
 
 void write_stream_end(std::string& out, const api::ResponseMeta& meta, std::string_view object,
                       bool include_usage, const Usage& usage) {
   if (include_usage) {
     out += "data: ";
     api::JsonWriter json(out);
-    json.begin_object()
-        .field("id", meta.id)
-        .field("object", object)
-        .field("created", meta.created)
-        .field("model", meta.model);
+    begin_response_object(json, meta, object);
     json.key("choices").begin_array().end_array();
     write_usage(json, usage);
     json.end_object();

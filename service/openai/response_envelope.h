@@ -9,6 +9,11 @@
 
 namespace tern::service::openai {
 
+// What every OpenAI response object and chunk opens with: {"id", "object", "created", "model"
+// (the object is left open for its choices).
+void begin_response_object(api::JsonWriter& json, const api::ResponseMeta& meta,
+                           std::string_view object);
+
 // "usage":{prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details:{cached_tokens}}
 void write_usage(api::JsonWriter& json, const Usage& usage);
 
