@@ -38,6 +38,10 @@ struct WarpRequest {
   int arg = 0;
   int width = 32;
   std::uint64_t result = 0;
+  // WarpOp::collective: the instruction, and this lane's operand record.
+  detail::WarpCollective collective = nullptr;
+  const char* collective_name = nullptr;
+  void* operands = nullptr;
 };
 
 struct EmulatedThread {
@@ -99,6 +103,8 @@ const char* op_name(WarpOp op) {
       return "__any_sync";
     case WarpOp::all:
       return "__all_sync";
+    case WarpOp::collective:
+      return "a warp-wide instruction";
   }
   return "warp intrinsic";
 }
@@ -234,6 +240,17 @@ class GridRunner {
     suspend();
     return t_thread->warp.result;
   }
+
+  void warp_collective(const char* name, detail::WarpCollective complete, void* operands,
+                       Site site) {
+    EmulatedThread& self = *t_thread;
+    self.state = ThreadState::at_warp;
+    self.site = site;
+    self.warp = WarpRequest{WarpOp::collective, ~0u, 0, 0, 32, 0, complete, name, operands};
+    suspend();
+  }
+
+  unsigned lane_id() const { return static_cast<unsigned>(t_thread->linear) % 32; }
 
   unsigned active_mask() const {
     const std::size_t self = static_cast<std::size_t>(t_thread - threads_.data());
@@ -415,8 +432,16 @@ class GridRunner {
         EmulatedThread& thread = threads_[base + lane];
         if (thread.state != ThreadState::at_warp) continue;
         const WarpRequest& request = thread.warp;
+        const bool collective = request.op == WarpOp::collective;
         const std::string call =
-            std::string(op_name(request.op)) + " with mask " + hex(request.mask);
+            collective ? std::string(request.collective_name)
+                       : std::string(op_name(request.op)) + " with mask " + hex(request.mask);
+        if (collective && lanes < 32) {
+          fail(
+              LaunchErrorKind::warp_mask, thread, thread.site,
+              call + " needs all 32 lanes of the warp, and this warp has " + std::to_string(lanes));
+          return false;
+        }
         if ((request.mask & (1u << lane)) == 0) {
           fail(LaunchErrorKind::warp_mask, thread, thread.site,
                call + " that does not name the calling lane " + std::to_string(lane));
@@ -431,9 +456,14 @@ class GridRunner {
             problem = "returned without arriving";
           } else if (other.state == ThreadState::at_barrier) {
             problem = "waits at __syncthreads at " + where(other.site) + " instead";
-          } else if (other.warp.op != request.op || other.warp.mask != request.mask) {
-            problem = "is at " + std::string(op_name(other.warp.op)) + " with mask " +
-                      hex(other.warp.mask) + " at " + where(other.site) + " instead";
+          } else if (other.warp.op != request.op || other.warp.mask != request.mask ||
+                     other.warp.collective != request.collective) {
+            problem =
+                "is at " +
+                (other.warp.op == WarpOp::collective
+                     ? std::string(other.warp.collective_name)
+                     : std::string(op_name(other.warp.op)) + " with mask " + hex(other.warp.mask)) +
+                " at " + where(other.site) + " instead";
           }
           if (!problem.empty()) {
             fail(LaunchErrorKind::warp_mask, thread, thread.site,
@@ -449,6 +479,11 @@ class GridRunner {
   }
 
   void complete_warp_op(std::size_t base, unsigned members) {
+    if (threads_[base].warp.op == WarpOp::collective) {
+      void* lanes[32];
+      for (unsigned lane = 0; lane < 32; ++lane) lanes[lane] = threads_[base + lane].warp.operands;
+      threads_[base].warp.collective(lanes);
+    }
     unsigned votes = 0;
     for (unsigned m = 0; m < 32; ++m)
       if ((members & (1u << m)) != 0 && threads_[base + m].warp.value != 0) votes |= 1u << m;
@@ -462,6 +497,7 @@ class GridRunner {
       unsigned source = lane;
       switch (request.op) {
         case WarpOp::sync:
+        case WarpOp::collective:  // its results are in the lanes' operand records
           request.result = 0;
           break;
         case WarpOp::ballot:
@@ -714,6 +750,12 @@ std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, in
 }
 unsigned active_mask() {
   return runner().active_mask();
+}
+unsigned lane_id() {
+  return runner().lane_id();
+}
+void warp_collective(const char* name, WarpCollective complete, void* operands, Site site) {
+  runner().warp_collective(name, complete, operands, site);
 }
 std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site) {
   return runner().shared_static(bytes, alignment, site);

@@ -30,11 +30,21 @@ const Dim3& grid_dim();
 
 void sync_threads(Site site);
 
-enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all };
+enum class WarpOp { sync, shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, collective };
 // Waits until every lane named in mask reaches a warp intrinsic of the same kind and mask, then
 // returns this lane's result (the value's bits for shuffles, a lane mask for ballot).
 std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width, Site site);
 unsigned active_mask();
+// The calling thread's lane in its warp.
+unsigned lane_id();
+
+// A warp-wide instruction whose lanes' results depend on every lane's operands (mma, ldmatrix).
+// Each lane passes its operand record; once all 32 lanes of the warp have arrived at the same
+// instruction, `complete` runs once with the 32 records in lane order and writes every lane's
+// results into them. The instructions are .aligned: a warp of fewer than 32 threads, a lane that
+// returned or waits elsewhere fails the launch with warp_mask, naming `name`.
+using WarpCollective = void (*)(void* const* lanes);
+void warp_collective(const char* name, WarpCollective complete, void* operands, Site site);
 
 // The block's shared arena: one allocation per static __shared__ site, the same address for
 // every thread of the block; dynamic shared memory starts at the arena's beginning.

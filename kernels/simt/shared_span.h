@@ -9,8 +9,10 @@
 // memory as `name[i]` (read, write, compound assignment) and never keep a pointer into it.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <source_location>
+#include <string>
 #include <type_traits>
 
 #include "kernels/simt/runtime.h"
@@ -100,6 +102,26 @@ class SharedSpan {
     }
     return SharedRef<T>(base_ + static_cast<std::size_t>(i) * sizeof(T), array_,
                         static_cast<std::size_t>(i));
+  }
+
+  // `bytes` bytes from element `index` as one 16-byte aligned row (ldmatrix's), checked for the
+  // array's end and the alignment and recorded as a read of them; null after failing the launch.
+  const std::byte* checked_row(std::size_t index, std::size_t bytes,
+                               std::source_location at = std::source_location::current()) const {
+    if (index >= array_.count || (array_.count - index) * sizeof(T) < bytes) {
+      detail::shared_out_of_bounds(array_, static_cast<long long>(index + bytes / sizeof(T) - 1));
+      return nullptr;
+    }
+    const std::byte* address = base_ + index * sizeof(T);
+    if (reinterpret_cast<std::uintptr_t>(address) % 16 != 0) {
+      detail::report_fault(LaunchErrorKind::misaligned_access, detail::site_of(at),
+                           "a row of " + std::to_string(bytes) + " bytes at element " +
+                               std::to_string(index) + " of shared array '" + array_.name +
+                               "', which is not 16-byte aligned");
+      return nullptr;
+    }
+    detail::shared_access(array_, index, address, bytes, false);
+    return address;
   }
 
  private:
