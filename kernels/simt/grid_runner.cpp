@@ -44,6 +44,17 @@ struct WarpRequest {
   void* operands = nullptr;
 };
 
+// A cp.async the thread started and has not waited for; `group` 0 until committed.
+struct PendingCopy {
+  SharedArrayInfo array;
+  std::size_t index = 0;
+  std::byte* destination = nullptr;
+  const void* source = nullptr;
+  std::size_t bytes = 0;
+  int group = 0;
+  Site site;
+};
+
 struct EmulatedThread {
   Dim3 index;
   std::int32_t linear = 0;  // index in the block
@@ -55,6 +66,8 @@ struct EmulatedThread {
   const void* stack_bottom = nullptr;
   std::size_t stack_size = 0;
   void* fake_stack = nullptr;  // ASan's, while this thread is switched out
+  std::vector<PendingCopy> copies;
+  int committed_groups = 0;
 };
 
 // Thrown on a fiber to unwind its kernel frames when the launch has failed; caught by
@@ -72,6 +85,7 @@ struct ShadowByte {
   std::int32_t readers_warp = kNone;  // their warp, or kNone when they span warps
   std::uint32_t read_epoch = 0;
   std::uint32_t read_warp_epoch = 0;
+  std::int32_t copy_owner = kNone;  // the thread whose cp.async into the byte is in flight
 };
 
 struct UninitializedRead {
@@ -303,6 +317,9 @@ class GridRunner {
     };
     for (std::size_t b = offset; b < offset + bytes && b < shadow_.size(); ++b) {
       ShadowByte& shadow = shadow_[b];
+      if (shadow.copy_owner != ShadowByte::kNone) {
+        return access_before_copy_done(array, index, write, shadow.copy_owner, arena_.data() + b);
+      }
       // The common case, a value many threads of several warps read after the barrier that
       // followed its write: nothing to check and nothing to record.
       if (!write && shadow.read_epoch == barrier_epoch_ && shadow.reader == ShadowByte::kSeveral &&
@@ -341,6 +358,88 @@ class GridRunner {
         shadow.read_warp_epoch = warp_epoch;
       }
     }
+  }
+
+  void async_copy_start(const SharedArrayInfo& array, std::size_t index, std::byte* destination,
+                        const void* source, std::size_t bytes, Site site) {
+    EmulatedThread& self = *t_thread;
+    const auto misaligned = [bytes](const void* p) {
+      return reinterpret_cast<std::uintptr_t>(p) % bytes != 0;
+    };
+    if (misaligned(destination) || misaligned(source)) {
+      fail(LaunchErrorKind::misaligned_access, self, site,
+           "cp.async of " + std::to_string(bytes) + " bytes " +
+               (misaligned(source) ? std::string("from a global address")
+                                   : "to element " + std::to_string(index) + " of shared array '" +
+                                         array.name + "'") +
+               " that is not " + std::to_string(bytes) + "-byte aligned");
+      return;
+    }
+    const auto offset = static_cast<std::size_t>(destination - arena_.data());
+    for (std::size_t b = offset; b < offset + bytes; ++b) {
+      if (shadow_[b].copy_owner != ShadowByte::kNone) {
+        access_before_copy_done(array, index, true, shadow_[b].copy_owner, arena_.data() + b);
+        return;
+      }
+    }
+    for (std::size_t b = offset; b < offset + bytes; ++b) shadow_[b].copy_owner = self.linear;
+    self.copies.push_back({array, index, destination, source, bytes, 0, site});
+  }
+
+  void async_copy_commit() {
+    EmulatedThread& self = *t_thread;
+    ++self.committed_groups;
+    for (PendingCopy& copy : self.copies)
+      if (copy.group == 0) copy.group = self.committed_groups;
+  }
+
+  // The copies land now, each recorded as the thread's write of its bytes.
+  void async_copy_wait(int pending, Site /*site*/) {
+    EmulatedThread& self = *t_thread;
+    const int through = self.committed_groups - pending;
+    std::vector<PendingCopy> waiting;
+    for (PendingCopy& copy : self.copies) {
+      if (copy.group == 0 || copy.group > through) {
+        waiting.push_back(copy);
+        continue;
+      }
+      std::memcpy(copy.destination, copy.source, copy.bytes);
+      const auto offset = static_cast<std::size_t>(copy.destination - arena_.data());
+      for (std::size_t b = offset; b < offset + copy.bytes; ++b) {
+        shadow_[b].copy_owner = ShadowByte::kNone;
+      }
+      shared_access(copy.array, copy.index, copy.destination, copy.bytes, true);
+      if (!status_.ok()) return;
+    }
+    self.copies = std::move(waiting);
+  }
+
+  void access_before_copy_done(const SharedArrayInfo& array, std::size_t index, bool write,
+                               std::int32_t owner, const std::byte* address) {
+    const EmulatedThread& copier = threads_[static_cast<std::size_t>(owner)];
+    Site site = array.declared;
+    for (const PendingCopy& copy : copier.copies) {
+      if (address >= copy.destination && address < copy.destination + copy.bytes) site = copy.site;
+    }
+    fail(LaunchErrorKind::async_copy_pending, *t_thread, site,
+         "thread " + text(t_thread->index) + (write ? " writes" : " reads") + " element " +
+             std::to_string(index) + " of shared array '" + array.name +
+             "' while the cp.async of thread " + text(copier.index) +
+             " into it is in flight: its group is not waited for (cp.async.wait_group)");
+  }
+
+  // A thread that ended with copies in flight: their bytes would land at some later time.
+  bool report_copies_never_waited_for() {
+    for (const EmulatedThread& thread : threads_) {
+      if (thread.copies.empty()) continue;
+      const PendingCopy& copy = thread.copies.front();
+      fail(LaunchErrorKind::async_copy_pending, thread, copy.site,
+           "thread " + text(thread.index) + " ended with its cp.async into shared array '" +
+               copy.array.name + "' never waited for (cp.async.wait_group)" +
+               (copy.group == 0 ? ", nor committed (cp.async.commit_group)" : ""));
+      return true;
+    }
+    return false;
   }
 
   void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
@@ -396,7 +495,7 @@ class GridRunner {
       if (!status_.ok()) break;
       if (std::all_of(threads_.begin(), threads_.end(),
                       [](const EmulatedThread& t) { return t.state == ThreadState::done; })) {
-        report_uninitialized_read();
+        if (!report_copies_never_waited_for()) report_uninitialized_read();
         break;
       }
       if (resolve_warps() || !status_.ok()) continue;
@@ -775,6 +874,16 @@ void shared_out_of_bounds(const SharedArrayInfo& array, long long index) {
 }
 void report_fault(LaunchErrorKind kind, Site site, const std::string& what) {
   runner().report_fault(kind, site, what);
+}
+void async_copy_start(const SharedArrayInfo& array, std::size_t index, std::byte* destination,
+                      const void* source, std::size_t bytes, Site site) {
+  runner().async_copy_start(array, index, destination, source, bytes, site);
+}
+void async_copy_commit() {
+  runner().async_copy_commit();
+}
+void async_copy_wait(int pending, Site site) {
+  runner().async_copy_wait(pending, site);
 }
 
 }  // namespace detail

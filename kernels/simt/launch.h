@@ -61,6 +61,8 @@ enum class LaunchErrorKind {
   shared_race,          // two threads touch the same shared bytes with no barrier between
   uninitialized_shared,  // shared memory read before any thread of the block wrote it
   out_of_bounds,         // a guard band around a device allocation changed (device_memory.h)
+  async_copy_pending,    // shared bytes touched, or a thread ended, before its cp.async was waited
+                         // for
 };
 
 // What a launch returns: ok, or which fault and a message naming the kernel, file and line.

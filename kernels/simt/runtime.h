@@ -46,6 +46,11 @@ unsigned lane_id();
 using WarpCollective = void (*)(void* const* lanes);
 void warp_collective(const char* name, WarpCollective complete, void* operands, Site site);
 
+// cp.async (kernels/simt/async_copy.h): the thread's copies started since the last commit become
+// one group; waiting completes every committed group but the newest `pending` ones.
+void async_copy_commit();
+void async_copy_wait(int pending, Site site);
+
 // The block's shared arena: one allocation per static __shared__ site, the same address for
 // every thread of the block; dynamic shared memory starts at the arena's beginning.
 std::byte* shared_static(std::size_t bytes, std::size_t alignment, Site site);

@@ -30,6 +30,10 @@ namespace detail {
 void shared_access(const SharedArrayInfo& array, std::size_t index, const std::byte* address,
                    std::size_t bytes, bool write);
 void shared_out_of_bounds(const SharedArrayInfo& array, long long index);
+// Starts a cp.async of `bytes` bytes from `source` into element `index` of the array (at
+// `destination`): the bytes belong to the copy until the thread waits for its group.
+void async_copy_start(const SharedArrayInfo& array, std::size_t index, std::byte* destination,
+                      const void* source, std::size_t bytes, Site site);
 }  // namespace detail
 
 template <class T>
@@ -102,6 +106,18 @@ class SharedSpan {
     }
     return SharedRef<T>(base_ + static_cast<std::size_t>(i) * sizeof(T), array_,
                         static_cast<std::size_t>(i));
+  }
+
+  // cp.async's start (kernels/simt/async_copy.h): `bytes` bytes from `source` into element
+  // `index` and on, checked for the array's end.
+  void start_async_copy(std::size_t index, const void* source, std::size_t bytes,
+                        std::source_location at = std::source_location::current()) const {
+    if (index >= array_.count || (array_.count - index) * sizeof(T) < bytes) {
+      detail::shared_out_of_bounds(array_, static_cast<long long>(index + bytes / sizeof(T) - 1));
+      return;
+    }
+    detail::async_copy_start(array_, index, base_ + index * sizeof(T), source, bytes,
+                             detail::site_of(at));
   }
 
   // `bytes` bytes from element `index` as one 16-byte aligned row (ldmatrix's), checked for the

@@ -1,13 +1,12 @@
 #pragma once
 
-// The tensor-core instructions for kernel source that nvcc and the host compiler both take
-// (include kernels/simt/portable.h first): warp-wide matrix multiply-accumulate (mma.sync) and
-// the shared-memory matrix load that feeds it (ldmatrix). Under nvcc each is one inline PTX
-// instruction; under the host compiler the emulator runs it over the whole warp, with the
-// per-lane fragment layouts of the PTX ISA (9.7.14.5, "Matrix Fragments for mma.m16n8k16" and
-// "... m16n8k32"), and fails the launch when a lane of the warp is missing (the instructions are
-// .aligned), when an ldmatrix row is not 16-byte aligned or leaves its shared array, and when a
-// fragment is indexed past its registers.
+// The tensor-core instructions for kernel source that nvcc and the host compiler both take:
+// warp-wide matrix multiply-accumulate (mma.sync) and the shared-memory matrix load that feeds it
+// (ldmatrix). Under nvcc each is one inline PTX instruction; under the host compiler the emulator
+// runs it over the whole warp, with the per-lane fragment layouts of the PTX ISA (9.7.14.5,
+// "Matrix Fragments for mma.m16n8k16" and "... m16n8k32"), and fails the launch when a lane of the
+// warp is missing (the instructions are .aligned), when an ldmatrix row is not 16-byte aligned or
+// leaves its shared array, and when a fragment is indexed past its registers.
 //
 // Fragments (lane = %laneid, group = lane / 4, thread = lane % 4; "row, col" of the tile):
 // - m16n8k16 f16/bf16: A 16x16 row-major, 4 registers of 2 elements: element i (0..7) of the

@@ -1,8 +1,10 @@
 // Not run: compiled by nvcc and assembled by ptxas for every architecture the kernels are built
-// for, so that each tensor-core wrapper's inline PTX (kernels/simt/tensor_core.h) is checked
-// before a kernel uses it. The emulator's tests (SimtTensorCore.*) check what it computes.
+// for, so that each tensor-core wrapper's inline PTX (kernels/simt/tensor_core.h,
+// kernels/simt/async_copy.h) is checked before a kernel uses it. The emulator's tests
+// (SimtTensorCore.*, SimtAsyncCopy.*) check what they compute.
 #include <cstdint>
 
+#include "kernels/simt/async_copy.h"
 #include "kernels/simt/portable.h"
 #include "kernels/simt/tensor_core.h"
 
@@ -10,9 +12,16 @@ namespace tern::kernels::cuda {
 
 __global__ void tensor_core_probe(const std::uint16_t* in, float* out, std::int32_t* int_out) {
   __shared__ alignas(16) std::uint16_t tiles[512];
-  for (int i = threadIdx.x; i < 512; i += 32) tiles[i] = in[i];
-  __syncthreads();
   const unsigned lane = threadIdx.x % 32;
+  cp_async<16, AsyncCache::global_only>(tiles, lane * 8, in + lane * 8);
+  cp_async<8>(tiles, lane * 8 + 256, in + lane * 8 + 256);
+  cp_async<8>(tiles, lane * 8 + 260, in + lane * 8 + 260);
+  cp_async_commit_group();
+  cp_async<4>(tiles, lane * 2 + 384, in + lane * 2 + 384);
+  cp_async_commit_group();
+  cp_async_wait_group<1>();
+  cp_async_wait_group<0>();
+  __syncthreads();
   MmaA16 a;
   MmaB16 b;
   Fragment<std::uint32_t, 1> one;

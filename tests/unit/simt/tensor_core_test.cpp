@@ -186,6 +186,22 @@ TEST(SimtTensorCore, F16FragmentsFollowTheLayoutTablesLaneByLane) {
   }
 }
 
+TEST(SimtTensorCore, F16BFragmentsFollowTheLayoutTableLaneByLane) {
+  // A is the identity: row r of D is row r of B, for the 16 rows B has.
+  DeviceVector<std::uint16_t> a(16 * 16), b(16 * 8);
+  DeviceVector<float> c(16 * 8, 0.0f), d(16 * 8);
+  for (int row = 0; row < 16; ++row)
+    for (int k = 0; k < 16; ++k) a[row * 16 + k] = kernels::f32_to_f16(row == k ? 1.0f : 0.0f);
+  for (int k = 0; k < 16; ++k)
+    for (int col = 0; col < 8; ++col) b[k * 8 + col] = kernels::f32_to_f16(k * 8.0f + col);
+  ASSERT_TRUE(launch("float_mma", config_of(1, 32), float_mma<MmaFloat::f16>, a.data(), b.data(),
+                     c.data(), d.data())
+                  .ok());
+  for (int row = 0; row < 16; ++row)
+    for (int col = 0; col < 8; ++col)
+      EXPECT_EQ(d[row * 8 + col], row * 8.0f + col) << row << "," << col;
+}
+
 // --- integer mma ------------------------------------------------------------------------------
 
 template <int K, MmaInt a_type, MmaInt b_type>
