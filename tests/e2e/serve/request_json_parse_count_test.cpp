@@ -20,10 +20,8 @@
 #include "engine/json_parse_count.h"
 #include "engine/model/demo_model.h"
 #include "engine/registry.h"
-#include "service/anthropic/messages_request.h"
 #include "service/engine_model_service.h"
-#include "service/openai/chat_completion_parser.h"
-#include "service/responses/responses_request.h"
+#include "tests/support/chat_doors.h"
 
 namespace tern::service {
 namespace {
@@ -124,19 +122,9 @@ std::string anthropic_body(std::string_view tool_choice) {
       tool_choice, kParameters);
 }
 
-api::ApiResult<api::ChatRequest> parse_chat(std::string_view body) {
-  return openai::parse_chat_completion_request(body);
-}
-
-api::ApiResult<api::ChatRequest> parse_responses(std::string_view body) {
-  auto parsed = responses::parse_responses_request(body);
-  if (!parsed) return parsed.error();
-  return api::ChatRequest(std::move(*parsed));
-}
-
-api::ApiResult<api::ChatRequest> parse_anthropic(std::string_view body) {
-  return anthropic::parse_messages_request(body);
-}
+using tern::testing::parse_anthropic;
+using tern::testing::parse_chat;
+using tern::testing::parse_responses;
 
 // The body, and the one call's arguments text.
 TEST_F(RequestJsonParseCountTest, OpenAiChatParsesItsBodyAndTheCallArgumentsOnce) {

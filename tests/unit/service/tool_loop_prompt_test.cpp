@@ -14,11 +14,9 @@
 
 #include "engine/chat/model_chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "service/anthropic/messages_request.h"
 #include "service/api/chat_request.h"
 #include "service/chat_prompt.h"
-#include "service/openai/chat_completion_parser.h"
-#include "service/responses/responses_request.h"
+#include "tests/support/chat_doors.h"
 #include "tests/support/shared_data.h"
 
 namespace tern::service {
@@ -74,19 +72,9 @@ struct Door {
   api::ApiResult<api::ChatRequest> (*parse)(std::string_view body);
 };
 
-api::ApiResult<api::ChatRequest> parse_chat(std::string_view body) {
-  return openai::parse_chat_completion_request(body);
-}
-
-api::ApiResult<api::ChatRequest> parse_responses(std::string_view body) {
-  auto parsed = responses::parse_responses_request(body);
-  if (!parsed) return parsed.error();
-  return api::ChatRequest(std::move(*parsed));
-}
-
-api::ApiResult<api::ChatRequest> parse_anthropic(std::string_view body) {
-  return anthropic::parse_messages_request(body);
-}
+using tern::testing::parse_anthropic;
+using tern::testing::parse_chat;
+using tern::testing::parse_responses;
 
 constexpr std::string_view kParameters =
     R"({"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
