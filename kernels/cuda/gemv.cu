@@ -1,7 +1,10 @@
 #include "kernels/cuda/gemv.h"
 
+#include <cstdint>
+
 #include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gemv_kernel.cuh"
+#include "kernels/cuda/gemv_staged_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
@@ -10,6 +13,15 @@ namespace {
 template <TensorType kType, int kTokens>
 cudaError_t launch_gemv_tokens(const DeviceWeights& w, const DeviceActivations& x, int tokens,
                                float* y, cudaStream_t stream) {
+  if constexpr (gemv_stages_format(kType)) {
+    if (gemv_stages_rows(kType, w.cols, reinterpret_cast<std::uintptr_t>(w.data))) {
+      const dim3 grid((w.rows + kGemvStagedWarps - 1) / kGemvStagedWarps,
+                      (tokens + kTokens - 1) / kTokens);
+      TERN_LAUNCH((gemv_staged_kernel<kType, kTokens>), grid, 32 * kGemvStagedWarps, 0, stream,
+                  static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.q8_1, tokens, y);
+      return cudaGetLastError();
+    }
+  }
   const dim3 grid((w.rows + kGemvWarps - 1) / kGemvWarps, (tokens + kTokens - 1) / kTokens);
   TERN_LAUNCH((gemv_kernel<kType, kTokens>), grid, 32 * kGemvWarps, 0, stream,
               static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.f32, x.q8_1, tokens, y);
@@ -45,7 +57,14 @@ cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int 
       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, 2>)), \
       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, 4>)), \
       TERN_KERNEL_ENTRY((gemv_kernel<TensorType::name, kGemvMaxTokens>)),
-TERN_KERNEL_TABLE_PART(gemv, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES))
+#define TERN_GEMV_STAGED_ENTRIES(name)                              \
+  TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, 1>)),     \
+      TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, 2>)), \
+      TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, 4>)), \
+      TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, kGemvMaxTokens>)),
+TERN_KERNEL_TABLE_PART(gemv, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES)
+                                 TERN_GEMV_STAGED_ENTRIES(q8_0) TERN_GEMV_STAGED_ENTRIES(q4_0))
+#undef TERN_GEMV_STAGED_ENTRIES
 #undef TERN_GEMV_ENTRIES
 
 TERN_CUDA_NAMESPACE_END

@@ -11,6 +11,20 @@
 
 TERN_CUDA_NAMESPACE_BEGIN
 
+// A GEMV warp's ending where lane s holds slot s of each token's output: the slots combined in the
+// canonical order (warp_sum), and token t's sum stored by lane 0 at y[t * stride] for t < count.
+template <int kTokens>
+__device__ __forceinline__ void store_gemv_sums(const float (&acc)[kTokens], int count, float* y,
+                                                int stride) {
+  TERN_MATMUL_UNROLL
+  for (int t = 0; t < kTokens; ++t) {
+    if (t < count) {  // the same for the whole warp
+      const float sum = warp_sum(acc[t]);
+      if (threadIdx.x % 32 == 0) y[static_cast<long long>(t) * stride] = sum;
+    }
+  }
+}
+
 inline constexpr int kGemvWarps = 4;      // rows per thread block
 inline constexpr int kGemvMaxTokens = 8;  // tokens per thread block at most
 
@@ -92,13 +106,7 @@ __global__ void __launch_bounds__(32 * kGemvWarps, 1)
           acc[t] = fmaf(weight, x[static_cast<long long>(token0 + t) * cols + k], acc[t]);
       }
     }
-    TERN_MATMUL_UNROLL
-    for (int t = 0; t < kTokens; ++t) {
-      if (t < count) {  // the same for the whole warp
-        const float sum = warp_sum(acc[t]);
-        if (lane == 0) y[static_cast<long long>(token0 + t) * rows + row] = sum;
-      }
-    }
+    store_gemv_sums(acc, count, y + static_cast<long long>(token0) * rows + row, rows);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/launch_types.h"
 #include "kernels/cuda/weight_formats.h"
+#include "kernels/host_device.h"
 #include "kernels/tensor_type.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
@@ -29,6 +30,17 @@ constexpr unsigned matmul_weight_alignment(TensorType type) {
     default:
       return 2;
   }
+}
+
+// Whether launch_gemv streams the rows through shared memory (gemv_staged_kernel.cuh): Q8_0 and
+// Q4_0 rows that start 16-byte aligned, which they do when the matrix does and a row is whole
+// groups of 8 blocks (8 x 34 and 8 x 18 bytes are multiples of 16).
+TERN_HOST_DEVICE constexpr bool gemv_stages_format(TensorType type) {
+  return type == TensorType::q8_0 || type == TensorType::q4_0;
+}
+TERN_HOST_DEVICE constexpr bool gemv_stages_rows(TensorType type, int cols,
+                                                 std::uintptr_t address) {
+  return gemv_stages_format(type) && cols % (8 * 32) == 0 && address % 16 == 0;
 }
 
 inline bool aligned_to(const void* pointer, unsigned alignment) {

@@ -3,6 +3,7 @@
 // What kernel source includes so that nvcc and the host compiler (against the SIMT emulator)
 // both take it. Kernels write shared memory and launches through these macros:
 //   TERN_SHARED(float, sums, 8);            // __shared__ float sums[8];
+//   TERN_SHARED_ALIGNED(unsigned short, staged, 64, 16);  // __shared__ __align__(16) ...
 //   TERN_DYNAMIC_SHARED(float, buffer);     // extern __shared__ float buffer[];
 //   TERN_LAUNCH(kernel, grid, block, shared_bytes, stream, args...);  // kernel<<<...>>>(args...)
 // and vector loads and stores through load_aligned<V>(p) / store_aligned(p, v), which check the
@@ -17,6 +18,9 @@
 #include <cuda_fp16.h>
 
 #define TERN_SHARED(type, name, count) __shared__ type name[count]
+#define TERN_SHARED_ALIGNED(type, name, count, alignment) \
+  __shared__ __align__(alignment)                         \
+  type name[count]
 #define TERN_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #define TERN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
   kernel<<<(grid), (block), (shared_bytes), (stream)>>>(__VA_ARGS__)
@@ -46,6 +50,8 @@ __device__ __forceinline__ void store_aligned(void* address, V value) {
 
 #define TERN_SHARED(type, name, count) \
   const auto name = ::tern::simt::detail::shared_span<type>((count), #name)
+#define TERN_SHARED_ALIGNED(type, name, count, alignment) \
+  const auto name = ::tern::simt::detail::shared_span<type>((count), #name, (alignment))
 #define TERN_DYNAMIC_SHARED(type, name) \
   const auto name = ::tern::simt::detail::dynamic_shared_span<type>(#name)
 #define TERN_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \

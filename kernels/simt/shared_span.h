@@ -8,6 +8,7 @@
 // in one warp. Under nvcc the macros give plain __shared__ arrays, so kernels index shared
 // memory as `name[i]` (read, write, compound assignment) and never keep a pointer into it.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -147,11 +148,12 @@ class SharedSpan {
 
 namespace detail {
 
+// `alignment` above alignof(T) is TERN_SHARED_ALIGNED's (__align__ under nvcc).
 template <class T>
-SharedSpan<T> shared_span(std::size_t count, const char* name,
+SharedSpan<T> shared_span(std::size_t count, const char* name, std::size_t alignment = alignof(T),
                           std::source_location at = std::source_location::current()) {
   static_assert(std::is_trivially_copyable_v<T>, "__shared__ holds trivially copyable types");
-  std::byte* bytes = shared_static(sizeof(T) * count, alignof(T), site_of(at));
+  std::byte* bytes = shared_static(sizeof(T) * count, std::max(alignment, alignof(T)), site_of(at));
   return SharedSpan<T>(bytes, {name, site_of(at), count});
 }
 

@@ -39,22 +39,24 @@ std::vector<int> test_cols(TensorType type) {
   switch (weight_block_elements(type)) {
     case 1:
       return {1, 33, 300};
-    case 32:
-      return {32, 352, 1088};
+    case 32:  // 1280 and 4096: whole groups of 8 blocks, which the staged GEMV reads
+      return {32, 352, 1088, 1280, 4096};
     default:
       return {256, 1280};
   }
 }
 
-// The cols of the batch-invariance test: past one GEMM stage, ragged in the last.
-int stage_crossing_cols(TensorType type) {
+// The cols of the batch-invariance test: past one GEMM stage, ragged in the last. For the 32-block
+// formats both GEMV kernels: 1088 columns are 34 blocks, 1280 are 40, whole groups of 8 blocks
+// that the staged kernel takes (Q8_0, Q4_0) in a full segment and a ragged one.
+std::vector<int> stage_crossing_cols(TensorType type) {
   switch (weight_block_elements(type)) {
     case 1:
-      return 300;
+      return {300};
     case 32:
-      return 1088;
+      return {1088, 1280};
     default:
-      return 1280;
+      return {1280};
   }
 }
 
@@ -328,14 +330,62 @@ TEST_P(CudaMatmulFormat, SmallModelShapesMatchTheReferences) {
   print_stats("gemm small", type, gemm_stats);
 }
 
+void expect_row_bits_independent_of_batch_and_kernel(TensorType type, int cols);
+void expect_staged_gemv_bits_equal_unstaged(TensorType type);
+
 // A token's row is computed with the same bits by the GEMM in batches of 1, 2, 7, 33 and 64
 // tokens (at a different position in each) and by the GEMV alone or in a batch, under every
 // schedule.
 TEST_P(CudaMatmulFormat, RowBitsDoNotDependOnTheBatchOrTheKernel) {
   TERN_REQUIRE_DEVICE();
   const TensorType type = GetParam();
+  for (const int cols : stage_crossing_cols(type)) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    expect_row_bits_independent_of_batch_and_kernel(type, cols);
+  }
+}
+
+// The staged GEMV (Q8_0, Q4_0 rows of whole groups of 8 blocks at a 16-byte aligned address) and
+// gemv_kernel, which takes the same matrix at an address two bytes past that, give a row the same
+// bits.
+TEST(CudaMatmul, StagedAndUnstagedGemvGiveTheSameBits) {
+  TERN_REQUIRE_DEVICE();
+  for (const TensorType type : {TensorType::q8_0, TensorType::q4_0}) {
+    SCOPED_TRACE(std::string(tensor_type_name(type)));
+    expect_staged_gemv_bits_equal_unstaged(type);
+  }
+}
+
+void expect_staged_gemv_bits_equal_unstaged(TensorType type) {
+  constexpr int kRows = 9, kCols = 1280, kTokens = 8;  // 8: the widest GEMV kernel
+  const HostMatrix m = make_matrix(type, kRows, kCols, 11);
+  const std::vector<float> x = make_activations(kTokens, kCols, 12);
+  const DeviceProblem problem(type, m, kRows, kCols, x, kTokens);
+  ASSERT_TRUE(gemv_stages_rows(type, kCols, reinterpret_cast<std::uintptr_t>(problem.w.data)));
+  std::vector<unsigned char> shifted_bytes(m.bytes.size() + 2);
+  std::copy(m.bytes.begin(), m.bytes.end(), shifted_bytes.begin() + 2);
+  const DeviceArray<unsigned char> shifted(shifted_bytes);
+  DeviceWeights unstaged = problem.w;
+  unstaged.data = shifted.data() + 2;
+  ASSERT_FALSE(gemv_stages_rows(type, kCols, reinterpret_cast<std::uintptr_t>(unstaged.data)));
+  cuda_test::for_each_pass([&](const cuda_test::Pass&) {
+    for (const int tokens : {1, 2, 3, 8}) {
+      DeviceArray<float> staged_y(static_cast<std::size_t>(tokens) * kRows);
+      DeviceArray<float> unstaged_y(static_cast<std::size_t>(tokens) * kRows);
+      TERN_EXPECT_LAUNCHED(
+          launch_gemv(problem.w, problem.activations(), tokens, staged_y.data(), nullptr));
+      TERN_EXPECT_LAUNCHED(
+          launch_gemv(unstaged, problem.activations(), tokens, unstaged_y.data(), nullptr));
+      const std::vector<float> a = staged_y.download();
+      const std::vector<float> b = unstaged_y.download();
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+          << tokens << " tokens";
+    }
+  });
+}
+
+void expect_row_bits_independent_of_batch_and_kernel(TensorType type, int cols) {
   constexpr int kRows = 21, kTokens = 64;
-  const int cols = stage_crossing_cols(type);
   const HostMatrix m = make_matrix(type, kRows, cols, 7);
   const std::vector<float> x = make_activations(kTokens, cols, 8);
   const DeviceProblem problem(type, m, kRows, cols, x, kTokens);

@@ -1,0 +1,54 @@
+#pragma once
+
+// The CUDA backend's op trace (engine/backend/op_trace.h) against the CPU backend's, op by op:
+// where the two first part, and whether that parting is a Q8_1 rounding that went the other way.
+//
+// A matmul over a quantized format rounds its input to Q8_1 (d = amax / 127, q = rint(x / d)) on
+// both backends, with the same bits for the same input. An input that differs in its last bits (a
+// device's rsqrtf in the norm, its expf in SiLU, nvcc's fused multiply-adds) can round one quant
+// the other way: a step of d, which moves an output by d times a weight, 1e-3 to 1e-2 of the
+// activation's scale in the shared tiny models. That is not a kernel parting; every op after it
+// inherits it. compare_op_traces recognises it and checks it: the matmul must part by no more than
+// the two rounded inputs' difference explains, element by element.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/op_trace.h"
+#include "engine/model/model_weights.h"
+
+namespace tern::engine {
+
+struct RecordedOp {
+  int step = 0;
+  OpEvent event;
+  HostActivation output;
+};
+
+// Every op of mixed_steps::run_steps on `backend`, traced.
+std::vector<RecordedOp> record_op_trace(Backend& backend);
+
+// "step S op N (layer L): matmul wv -> v (from normed)".
+std::string describe(const RecordedOp& op);
+
+struct OpTraceComparison {
+  std::size_t ops = 0;  // ops compared, up to where the comparison stopped
+  // The first op past the tolerance that a requantization does not explain, as a message;
+  // empty when there is none.
+  std::string failure;
+  // Where a requantization explained the first parting (the comparison stops there), as a
+  // message; empty when no op parted.
+  std::string requantization;
+  std::string widest;  // the widest agreeing op and its difference, as a message
+};
+
+// `device` against `cpu`, each op within `tolerance` of the activation's scale (max(1, its
+// largest |value|)). `weights` gives the matmuls' weights, to check a requantization's bound.
+OpTraceComparison compare_op_traces(const ModelWeights& weights, const std::vector<RecordedOp>& cpu,
+                                    const std::vector<RecordedOp>& device,
+                                    std::string_view device_name, float tolerance);
+
+}  // namespace tern::engine
