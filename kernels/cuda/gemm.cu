@@ -2,17 +2,25 @@
 
 #include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gemm_kernel.cuh"
+#include "kernels/cuda/gemm_mma_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
 
 TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
+// Integer formats on tensor cores, float formats on CUDA cores.
 template <TensorType kType>
 cudaError_t launch_gemm_as(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
                            cudaStream_t stream) {
-  const dim3 grid((w.rows + kGemmRows - 1) / kGemmRows, (tokens + kGemmTokens - 1) / kGemmTokens);
-  TERN_LAUNCH(gemm_kernel<kType>, grid, kGemmThreads, 0, stream,
-              static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.f32, x.q8_1, tokens, y);
+  if constexpr (reads_q8_1_activations(kType)) {
+    const dim3 grid((w.rows + kMmaRows - 1) / kMmaRows, (tokens + kMmaTokens - 1) / kMmaTokens);
+    TERN_LAUNCH(gemm_mma_kernel<kType>, grid, kMmaThreads, 0, stream,
+                static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.q8_1, tokens, y);
+  } else {
+    const dim3 grid((w.rows + kGemmRows - 1) / kGemmRows, (tokens + kGemmTokens - 1) / kGemmTokens);
+    TERN_LAUNCH(gemm_kernel<kType>, grid, kGemmThreads, 0, stream,
+                static_cast<const unsigned char*>(w.data), w.rows, w.cols, x.f32, tokens, y);
+  }
   return cudaGetLastError();
 }
 
@@ -29,8 +37,12 @@ cudaError_t launch_gemm(const DeviceWeights& w, const DeviceActivations& x, int 
   });
 }
 
-#define TERN_GEMM_ENTRY(name) TERN_KERNEL_ENTRY(gemm_kernel<TensorType::name>),
-TERN_KERNEL_TABLE_PART(gemm, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMM_ENTRY))
-#undef TERN_GEMM_ENTRY
+TERN_KERNEL_TABLE_PART(gemm, TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f32>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f16>),
+                       TERN_KERNEL_ENTRY(gemm_kernel<TensorType::bf16>),
+                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q8_0>),
+                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q4_0>),
+                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q4_k>),
+                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q6_k>))
 
 TERN_CUDA_NAMESPACE_END

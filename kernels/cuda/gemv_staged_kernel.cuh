@@ -5,8 +5,9 @@
 // 18 bytes leave a lane no wider load than two bytes in place, so each warp streams its row
 // through shared memory instead: 16-byte cp.async copies, which fill whole 512-byte lines, in a
 // ring of kGemvStages segments of 32 blocks with the next segments in flight while one is
-// computed. Lane s then takes block s of each segment: slot s of matmul_chunks.cuh's canonical
-// order, so a row gets the bits gemv_kernel and the GEMM give it.
+// computed. Lane quad q then takes blocks q, q + 8, ... of each segment, a quarter per lane, as
+// gemv_kernel does from global memory: slot q of matmul_chunks.cuh's canonical order, so a row
+// gets the bits gemv_kernel and the GEMM give it.
 
 #include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/gemv_kernel.cuh"
@@ -20,24 +21,6 @@ TERN_CUDA_NAMESPACE_BEGIN
 inline constexpr int kGemvStagedWarps = 4;  // rows per thread block
 inline constexpr int kGemvStages = 4;       // segments of 32 blocks per warp: 3 in flight
 
-// A chunk's exact integer dot with its Q8_1 block (x: its eight quant words).
-template <TensorType kType>
-__device__ __forceinline__ int staged_chunk_dot(const int (&w)[8], const int (&x)[8]) {
-  int dot = 0;
-  if constexpr (kType == TensorType::q8_0) {
-    TERN_MATMUL_UNROLL
-    for (int k = 0; k < 8; ++k) dot = __dp4a(w[k], x[k], dot);
-  } else {
-    // Bytes 4k..4k+3 hold elements 4k.. in their low nibbles and 16 + 4k.. in their high ones.
-    TERN_MATMUL_UNROLL
-    for (int k = 0; k < 4; ++k) {
-      dot = __dp4a(w[k] & 0x0F0F0F0F, x[k], dot);
-      dot = __dp4a((w[k] >> 4) & 0x0F0F0F0F, x[k + 4], dot);
-    }
-  }
-  return dot;
-}
-
 // kTokens (1, 2, 4 or 8) tokens per thread block. Grid: (ceil(rows / kGemvStagedWarps),
 // ceil(tokens / kTokens)), blocks of 32 * kGemvStagedWarps; gemv_stages_rows must hold.
 template <TensorType kType, int kTokens>
@@ -46,7 +29,6 @@ __global__ void __launch_bounds__(32 * kGemvStagedWarps, 4)
                        const BlockQ8_1* __restrict__ xq, int tokens, float* __restrict__ y) {
   static_assert(gemv_stages_format(kType), "the staged GEMV reads Q8_0 and Q4_0");
   constexpr int kBlockHalves = WeightFormat<kType>::kBlockBytes / 2;  // 17 or 9
-  constexpr int kWeightWords = kType == TensorType::q8_0 ? 8 : 4;
   constexpr int kSegmentHalves = 32 * kBlockHalves;
   constexpr int kWarpHalves = kGemvStages * kSegmentHalves;
   TERN_SHARED_ALIGNED(unsigned short, staged, kGemvStagedWarps* kWarpHalves, 16);
@@ -74,10 +56,18 @@ __global__ void __launch_bounds__(32 * kGemvStagedWarps, 4)
     }
     cp_async_commit_group();
   };
+  // A 32-bit word of the staged bytes from two halves (blocks are only 2-byte aligned).
+  const auto word_at = [&](int half) {
+    return static_cast<int>(static_cast<unsigned>(staged[half]) |
+                            static_cast<unsigned>(staged[half + 1]) << 16);
+  };
 
   float acc[kTokens];
   TERN_MATMUL_UNROLL
   for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+  // As in gemv_kernel: quad `quad` takes chunks quad, quad + 8, ... (slot `quad`), a quarter per
+  // lane, here read from the staged segment.
+  const int quad = lane / 4, quarter = lane % 4;
   TERN_MATMUL_UNROLL
   for (int s = 0; s < kGemvStages - 1; ++s) start(s);
   for (int segment = 0; segment < segments; ++segment) {
@@ -85,39 +75,31 @@ __global__ void __launch_bounds__(32 * kGemvStagedWarps, 4)
     start(segment + kGemvStages - 1);
     cp_async_wait_group<kGemvStages - 1>();  // this lane's copies of `segment` have landed
     __syncwarp();                            // and every lane's
-    const int chunk = 32 * segment + lane;
-    if (chunk < chunks) {
-      const int at = ring + segment % kGemvStages * kSegmentHalves + lane * kBlockHalves;
+    const int slot = ring + segment % kGemvStages * kSegmentHalves;
+    TERN_MATMUL_UNROLL
+    for (int j = 0; j < 32 / kChunkSlots; ++j) {
+      const int in_segment = kChunkSlots * j + quad;
+      const int chunk = 32 * segment + in_segment;
+      if (32 * segment + kChunkSlots * j >= chunks) break;  // the same for the whole warp
+      // Rows are whole groups of 8 blocks, so the 8 chunks of step j all exist.
+      const int block = slot + in_segment * kBlockHalves;
       const typename ChunkOps<kType>::Scales scales{
-          __half2float(__ushort_as_half(static_cast<unsigned short>(staged[at])))};
-      int words[8] = {};
-      TERN_MATMUL_UNROLL
-      for (int k = 0; k < kWeightWords; ++k) {
-        words[k] = static_cast<int>(static_cast<unsigned>(staged[at + 1 + 2 * k]) |
-                                    static_cast<unsigned>(staged[at + 2 + 2 * k]) << 16);
+          __half2float(__ushort_as_half(static_cast<unsigned short>(staged[block])))};
+      Quarter part;
+      part.scale = 1;
+      if constexpr (kType == TensorType::q8_0) {  // bytes 8s..8s+7 of the quants
+        part.w[0] = word_at(block + 1 + 4 * quarter);
+        part.w[1] = word_at(block + 3 + 4 * quarter);
+      } else {  // bytes 4s..4s+3: their low nibbles, then their high ones
+        const int bytes = word_at(block + 1 + 2 * quarter);
+        part.w[0] = bytes & 0x0F0F0F0F;
+        part.w[1] = (bytes >> 4) & 0x0F0F0F0F;
       }
-      TERN_MATMUL_UNROLL
-      for (int t = 0; t < kTokens; ++t) {
-        if (t < count) {
-          const unsigned char* block = reinterpret_cast<const unsigned char*>(
-              xq + static_cast<long long>(token0 + t) * chunks + chunk);
-          const uint2 header = load_aligned<uint2>(block);  // d's bits and the quants' sum
-          int x[8];
-          TERN_MATMUL_UNROLL
-          for (int k = 0; k < 4; ++k) {
-            const uint2 pair = load_aligned<uint2>(block + 8 + 8 * k);
-            x[2 * k] = static_cast<int>(pair.x);
-            x[2 * k + 1] = static_cast<int>(pair.y);
-          }
-          acc[t] = ChunkOps<kType>::accumulate(scales, staged_chunk_dot<kType>(words, x),
-                                               __uint_as_float(header.x),
-                                               static_cast<int>(header.y), acc[t]);
-        }
-      }
+      add_chunk_quarter<kType>(part, scales, true, xq, token0, count, chunks, chunk, quarter, acc);
     }
     __syncwarp();  // the slot is read before a later start copies over it
   }
-  store_gemv_sums(acc, count, y + static_cast<long long>(token0) * rows + row, rows);
+  store_gemv_sums<true>(acc, count, y + static_cast<long long>(token0) * rows + row, rows);
 }
 
 TERN_CUDA_NAMESPACE_END

@@ -6,15 +6,18 @@
 // Canonical reduction order of y[t][r] = dot(W[r], x[t]):
 // - Integer formats (Q8_0, Q4_0, Q4_K, Q6_K) go in chunks of 32 columns, one Q8_1 activation
 //   block each (a Q4_K sub-block, two Q6_K sub-blocks). A chunk's integer dot is exact, so how it
-//   is computed does not matter; it enters the float result as one or two fmaf with the scales
-//   (ChunkOps<type>::accumulate). Slot s (0..31) accumulates chunks s, s + 32, s + 64, ... in
-//   that order from +0.
-// - Float formats (F32, F16, BF16): slot s accumulates fmaf(w[k], x[k], acc) over the columns
-//   k = s, s + 32, ... in that order from +0.
-// - The 32 slot sums are combined by the butterfly of warp_sum (offsets 16, 8, 4, 2, 1).
-// The GEMM puts slot s in lane s; the GEMV's integer path keeps four slots per lane quad and
-// combines them with quad_slots_sum, the same tree. Only explicit fmaf is used, so nvcc's
-// contraction of a * b + c cannot make the two kernels differ.
+//   is computed (dp4a in a lane, four lanes' quarters, a tensor-core mma) does not matter; it
+//   enters the float result as one or two fmaf with the scales (ChunkOps<type>::accumulate).
+//   Slot q (0..kChunkSlots - 1 = 7) accumulates chunks q, q + 8, q + 16, ... in that order from
+//   +0, and the 8 slot sums are combined by chunk_slots_sum's tree: slots 4 apart, then 2, then 1.
+//   Eight slots are what both kernels hold: the GEMV's eight lane quads (a quad per chunk, four
+//   lanes a quarter each), and the tensor-core GEMM's eight warps (a warp per slot, each with the
+//   whole output tile's accumulators for its slot).
+// - Float formats (F32, F16, BF16): slot s (0..kFloatSlots - 1 = 31) accumulates
+//   fmaf(w[k], x[k], acc) over the columns k = s, s + 32, ... in that order from +0, and the 32
+//   slot sums are combined by the butterfly of warp_sum (offsets 16, 8, 4, 2, 1). Both kernels
+//   put slot s in lane s.
+// Only explicit fmaf is used, so nvcc's contraction of a * b + c cannot make the kernels differ.
 
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cuda/cuda_namespace.h"
@@ -29,25 +32,32 @@
 
 TERN_CUDA_NAMESPACE_BEGIN
 
-inline constexpr int kSlots = 32;  // partial sums per output element, one per lane
+inline constexpr int kFloatSlots = 32;  // float formats: partial sums per output, one per lane
+inline constexpr int kChunkSlots = 8;   // integer formats: partial sums per output
 
-// The canonical combination of the 32 slot sums; every lane gets the same bits (a + b == b + a).
+// The canonical combination of the 32 slot sums of a float format; every lane gets the same bits
+// (a + b == b + a).
 __device__ __forceinline__ float warp_sum(float value) {
   for (int offset = 16; offset > 0; offset /= 2)
     value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
 }
 
-// warp_sum of 32 slots held as four per lane quad: lanes 4q..4q+3 each hold slots q, q + 8,
-// q + 16 and q + 24 in s0..s3. The butterfly's first two levels pair slots 16 and then 8 apart,
-// which is s0 + s2 and s1 + s3 and their sum within the lane; its last three pair slots 4, 2 and
-// 1 apart, which are quads 4, 2 and 1 apart: lanes 16, 8 and 4 apart. (a + b == b + a, so which
-// operand comes from which lane does not change the bits.)
-__device__ __forceinline__ float quad_slots_sum(float s0, float s1, float s2, float s3) {
-  float value = (s0 + s2) + (s1 + s3);
+// The canonical combination of the 8 slot sums of an integer format, slot q held alike by the
+// four lanes 4q..4q+3 of quad q: pairs 4 slots apart, then 2, then 1 (quads 4, 2, 1 apart: lanes
+// 16, 8, 4 apart). Every lane gets the same bits.
+__device__ __forceinline__ float quad_slots_sum(float slot) {
   for (int offset = 16; offset >= 4; offset /= 2)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
-  return value;
+    slot += __shfl_xor_sync(0xffffffffu, slot, offset);
+  return slot;
+}
+
+// The same tree over eight slot sums held in one place (the GEMM's, after its warps have stored
+// theirs): ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
+__device__ __forceinline__ float chunk_slots_sum(const float (&slots)[kChunkSlots]) {
+  const float p0 = slots[0] + slots[4], p1 = slots[1] + slots[5];
+  const float p2 = slots[2] + slots[6], p3 = slots[3] + slots[7];
+  return (p0 + p2) + (p1 + p3);
 }
 
 // A 32-bit word from a 2-byte aligned address (blocks of 34, 18 and 210 bytes).

@@ -345,6 +345,31 @@ TEST_P(CudaMatmulFormat, RowBitsDoNotDependOnTheBatchOrTheKernel) {
   }
 }
 
+// One large batch: the GEMM of 200 tokens (7 tiles of the tensor-core GEMM's 32, 25 of the float
+// GEMM's 8) gives the first, a middle and the last token the bits the GEMV gives each alone.
+TEST_P(CudaMatmulFormat, LargeBatchRowsEqualTheGemvOfEachToken) {
+  TERN_REQUIRE_DEVICE();
+  const TensorType type = GetParam();
+  constexpr int kRows = 70, kTokens = 200;  // 70: a second, partial tile of 64 rows
+  const int cols = weight_block_elements(type) == 256 ? 512 : 320;
+  const HostMatrix m = make_matrix(type, kRows, cols, 13);
+  const std::vector<float> x = make_activations(kTokens, cols, 14);
+  const DeviceProblem problem(type, m, kRows, cols, x, kTokens);
+  DeviceArray<float> all(static_cast<std::size_t>(kTokens) * kRows);
+  TERN_EXPECT_LAUNCHED(launch_gemm(problem.w, problem.activations(), kTokens, all.data(), nullptr));
+  const std::vector<float> batch = all.download();
+  for (const int token : {0, 99, kTokens - 1}) {
+    DeviceArray<float> one(kRows);
+    TERN_EXPECT_LAUNCHED(
+        launch_gemv(problem.w, problem.activations(token), 1, one.data(), nullptr));
+    const std::vector<float> alone = one.download();
+    EXPECT_EQ(std::memcmp(alone.data(), batch.data() + static_cast<std::size_t>(token) * kRows,
+                          kRows * sizeof(float)),
+              0)
+        << "token " << token;
+  }
+}
+
 // The staged GEMV (Q8_0, Q4_0 rows of whole groups of 8 blocks at a 16-byte aligned address) and
 // gemv_kernel, which takes the same matrix at an address two bytes past that, give a row the same
 // bits.
