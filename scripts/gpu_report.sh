@@ -296,9 +296,10 @@ section_e2e() {
     echo
     local runs
     if $tiny; then
-      runs=("-p 16 -n 4 -r 1" "-p 16 -n 4 -r 1 --no-cuda-graphs" "-p 8 -n 4 -r 1 --batch 1,4")
+      runs=("-p 16 -n 4 -r 1 --op-profile" "-p 16 -n 4 -r 1 --no-cuda-graphs"
+        "-p 8 -n 4 -r 1 --batch 1,4")
     elif [ "$model" = "$first" ]; then
-      runs=("-p 512,4096 -n 128 -r 2" "-p 16 -n 128 -r 2 --no-cuda-graphs"
+      runs=("-p 512,4096 -n 128 -r 2 --op-profile" "-p 16 -n 128 -r 2 --no-cuda-graphs"
         "-p 128 -n 64 -r 1 --batch 1,16,64")
     else
       runs=("-p 512 -n 128 -r 2")

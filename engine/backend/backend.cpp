@@ -22,6 +22,11 @@ Status Backend::fetch_logit_rows(std::span<const std::int32_t> rows, std::span<f
   return Error{fmt::format("the {} backend returns whole rows; it has none to fetch", name())};
 }
 
+Status Backend::time_ops(std::vector<OpTime>* times) {
+  if (times == nullptr) return Status::success();
+  return Error{fmt::format("the {} backend cannot time its ops", name())};
+}
+
 Status Backend::observe_ops(OpObserver* observer) {
   if (observer == nullptr) return Status::success();
   return Error{fmt::format("the {} backend cannot show its ops", name())};

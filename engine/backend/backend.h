@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "engine/batch_plan.h"
 #include "engine/expected.h"
@@ -12,6 +13,7 @@
 namespace tern::engine {
 
 class OpObserver;
+struct OpTime;
 
 // The kernels' own enum, so a backend hands it over as it is.
 using KvCacheType = kernels::KvType;
@@ -122,6 +124,13 @@ class Backend {
   // then runs every step eagerly and waits after each op); nullptr stops it. An error where the
   // backend cannot.
   virtual Status observe_ops(OpObserver* observer);
+
+  // A benchmark aid (engine/backend/op_timing.h): while `times` is set, each forward pass runs
+  // its ops one by one (a device backend without its graphs), takes each op's time on the
+  // backend's own clock, and once the pass is done appends them to `times`, which must outlive
+  // them; nullptr stops it. Not while observe_ops shows the ops. An error where the backend
+  // cannot.
+  virtual Status time_ops(std::vector<OpTime>* times);
 };
 
 }  // namespace tern::engine

@@ -77,6 +77,28 @@ for test in ("pp16", "tg4"):
         problems.append(f"e2e has no {test} row")
     for line in rows:
         positive(float(line.split("|")[-2].split("±")[0]), f"e2e {test} t/s")
+# --op-profile: a table for the prefill pass and one for the decode steps, each op's figures
+# finite and not negative, and the ops' total per pass positive.
+profiles = e2e.split("op profile, ")[1:]
+if len(profiles) != 2:
+    problems.append(f"e2e has {len(profiles)} op profiles, not 2 (pp16 and tg4)")
+for profile in profiles:
+    table = profile.split("\nthe ops took ")[0]  # up to the total, before the next bench's tables
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line
+            and not line.startswith("| op ")]
+    if not rows:
+        problems.append(f"op profile {profile.splitlines()[0]} has no rows")
+        continue
+    for line in rows:
+        for cell in line.split("|")[2:-1]:
+            value = float(cell.strip().rstrip("%"))
+            if not (value == value and value >= 0):
+                problems.append(f"op profile row {line}")
+    total = [line for line in profile.splitlines() if line.startswith("the ops took ")]
+    if not total:
+        problems.append(f"op profile {profile.splitlines()[0]} has no total")
+    else:
+        positive(float(total[0].split()[3]), "op profile total ms per pass")
 for name in ("kernels", "backend"):
     result = json.loads((out / f"tests-{name}.json").read_text())
     if result.get("tests", 0) == 0 or result.get("failures", 0) or result.get("disabled", 0):

@@ -20,12 +20,13 @@
 #include "tools/tern/bench_batch.h"
 #include "tools/tern/id_list.h"
 #include "tools/tern/memory_bandwidth.h"
+#include "tools/tern/op_profile.h"
 #include "tools/tern/subcommands.h"
 
 namespace tern::tools {
 namespace {
 
-constexpr std::array<OptionSpec, 15> kOptions{{
+constexpr std::array<OptionSpec, 16> kOptions{{
     {"model", true,
      "a .gguf file or a Hugging Face directory; random:SHAPE:TYPE[:SEED] makes a random-weight "
      "model in memory (a benchmark aid, e.g. random:llama-3-8b:q4_0)",
@@ -47,12 +48,15 @@ constexpr std::array<OptionSpec, 15> kOptions{{
     {"json-schema", true,
      "with --batch: every request's output constrained to this JSON Schema file (structured "
      "outputs), greedy and stopping at the end of the value"},
+    {"op-profile", false,
+     "then the time of each op, on the backend's own clock: of a prefill pass of the longest -p, "
+     "and of -n decode steps after the first -p (a CUDA backend runs them without its graphs)"},
     {"help", false, "print this help", 'h'},
 }};
 
 constexpr std::string_view kUsage =
     "usage: tern bench --model PATH [-p 128,512] [-n 32] [-r 3] [-t THREADS] [--batch 1,4,16,32] "
-    "[--backend cpu|cuda|cuda-emulated] [--devices 0,1] [--tensor-parallel N]\n";
+    "[--backend cpu|cuda|cuda-emulated] [--devices 0,1] [--tensor-parallel N] [--op-profile]\n";
 
 struct Stats {
   double mean = 0, stddev = 0;
@@ -158,6 +162,11 @@ int command_bench(std::span<char* const> args) {
   const engine::ModelConfig& config = weights->config();
   std::int32_t longest = static_cast<std::int32_t>(*n_gen) + 1;
   for (std::int32_t length : *prompt_lengths) longest = std::max(longest, length);
+  const bool op_profile = parsed->has("op-profile");
+  // The decode profile's steps follow a prompt of the first -p length.
+  if (op_profile) {
+    longest = std::max(longest, prompt_lengths->front() + static_cast<std::int32_t>(*n_gen) + 1);
+  }
   if (longest > config.context_length) {
     return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", longest,
                             config.context_length),
@@ -324,6 +333,47 @@ int command_bench(std::span<char* const> args) {
     const auto [lowest, highest] = std::ranges::minmax(shares);
     fmt::print("\nshare of the bound: median {:.1f}% (runs {:.1f}-{:.1f}%)\n",
                100.0 * median_of(shares), 100.0 * lowest, 100.0 * highest);
+  }
+  if (op_profile) {
+    std::vector<engine::OpTime> times;
+    // `work`'s passes, timed op by op, then printed.
+    const auto profile = [&](const std::string& title, const auto& work) -> Status {
+      times.clear();
+      if (Status timing = (*backend)->time_ops(&times); !timing.ok()) return timing;
+      const auto start = std::chrono::steady_clock::now();
+      const Status ran = work();
+      const double wall = seconds_since(start);
+      static_cast<void>((*backend)->time_ops(nullptr));
+      if (!ran.ok()) return ran;
+      const auto passes =
+          std::ranges::count_if(times, [](const engine::OpTime& op) { return op.op == "embed"; });
+      print_op_profile(title, times, static_cast<int>(passes), wall);
+      return Status::success();
+    };
+    const std::int32_t prefill = *std::ranges::max_element(*prompt_lengths);
+    if (prefill > 0) {
+      runner->reset();
+      const std::vector<std::int32_t> prompt = random_tokens(prefill);
+      const Status profiled =
+          profile(fmt::format("pp{}", prefill), [&] { return runner->append(prompt); });
+      if (!profiled.ok()) return fail(profiled.message(), kExitFailure);
+    }
+    if (*n_gen > 0) {
+      runner->reset();
+      const std::int32_t context = std::max(1, prompt_lengths->front());
+      if (Status ran = runner->append(random_tokens(context)); !ran.ok())
+        return fail(ran.message(), kExitFailure);
+      std::int32_t token = 1;
+      const Status profiled =
+          profile(fmt::format("tg{} after {} tokens", *n_gen, context), [&]() -> Status {
+            for (long long i = 0; i < *n_gen; ++i) {
+              token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+              if (Status ran = runner->append({&token, 1}); !ran.ok()) return ran;
+            }
+            return Status::success();
+          });
+      if (!profiled.ok()) return fail(profiled.message(), kExitFailure);
+    }
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "engine/backend/cpu/cpu_batch_ops.h"
 #include "engine/backend/layer_matrices.h"
+#include "engine/backend/op_timing.h"
 #include "engine/backend/op_trace.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_graph.h"
@@ -42,8 +43,10 @@ struct CpuBackend::State {
   kernels::ThreadPool& pool;
   CpuBackendOptions options;
   CpuBatchOps ops;
-  kernels::AlignedBuffer tiles;    // q8_tiles.h layouts of the matrices, one after another
-  OpObserver* observer = nullptr;  // a debug aid: see Backend::observe_ops
+  kernels::AlignedBuffer tiles;             // q8_tiles.h layouts of the matrices, one after another
+  OpObserver* observer = nullptr;           // a debug aid: see Backend::observe_ops
+  std::vector<OpTime>* op_times = nullptr;  // a benchmark aid: see Backend::time_ops
+  ClockOpMarks op_marks;
 
   void repack_for_kernels();
 };
@@ -166,7 +169,17 @@ Status CpuBackend::forward(const BatchPlan& plan, std::span<float> logits) {
     s.graph(s.spec, observed);
     return observed.status();
   }
+  if (s.op_times != nullptr) {
+    TimedBatchOps timed(s.ops, s.op_marks);
+    s.graph(s.spec, timed);
+    return add_op_times(timed, s.op_marks, *s.op_times);
+  }
   s.graph(s.spec, s.ops);
+  return Status::success();
+}
+
+Status CpuBackend::time_ops(std::vector<OpTime>* times) {
+  state_->op_times = times;
   return Status::success();
 }
 

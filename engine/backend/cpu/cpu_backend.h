@@ -38,6 +38,7 @@ class CpuBackend final : public Backend {
   Status copy_kv_blocks(std::span<const BlockCopy> copies) override;
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
   Status observe_ops(OpObserver* observer) override;
+  Status time_ops(std::vector<OpTime>* times) override;
 
  private:
   struct State;

@@ -13,8 +13,10 @@
 #include "engine/backend/cuda/device_kv_cache.h"
 #include "engine/backend/cuda/device_logit_candidates.h"
 #include "engine/backend/cuda/device_model_weights.h"
+#include "engine/backend/cuda/device_op_marks.h"
 #include "engine/backend/cuda/device_plan.h"
 #include "engine/backend/layer_matrices.h"
+#include "engine/backend/op_timing.h"
 #include "engine/model/architecture.h"
 #include "engine/model/model_graph.h"
 #include "engine/model/model_tables.h"
@@ -58,6 +60,8 @@ struct CudaBackend::State {
   DecodeGraphs decode_graphs;      // captured with the KV cache: they freeze its pools' addresses
   bool kernels_loaded = false;     // the decode steps ran eagerly once, before the first capture
   OpObserver* observer = nullptr;  // a debug aid: see Backend::observe_ops
+  std::vector<OpTime>* op_times = nullptr;  // a benchmark aid: see Backend::time_ops
+  std::optional<DeviceOpMarks> op_marks;    // made at the first timed pass
 
   ~State() {
     decode_graphs.clear();
@@ -399,7 +403,7 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
   const bool decode_only = std::ranges::all_of(
       batch.sequences, [](const SequenceChunk& c) { return c.token_count == 1; });
   const int sequences = static_cast<int>(batch.sequences.size());
-  const bool traced = observer != nullptr;
+  const bool traced = observer != nullptr || op_times != nullptr;
   const int bucket =
       decode_only && sequences > 0 && !traced ? decode_graphs.bucket_for(sequences) : 0;
   if (Status uploaded = plan->upload(batch, stream, bucket); !uploaded.ok()) return uploaded;
@@ -412,10 +416,18 @@ Status CudaBackend::State::issue_forward(const BatchPlan& batch, std::size_t log
   } else {
     ops->begin(plan->view());
     Status observed = Status::success();
-    if (traced) {
+    if (observer != nullptr) {
       ObservedBatchOps observed_ops(*ops, *ops, *observer);
       graph(spec, observed_ops);
       observed = observed_ops.status();
+    } else if (op_times != nullptr) {
+      if (!op_marks) op_marks.emplace(*runtime, stream);
+      TimedBatchOps timed_ops(*ops, *op_marks);
+      graph(spec, timed_ops);
+      observed = op_marks->status();
+      if (observed.ok() && ops->status().ok()) observed = runtime->synchronize(stream);
+      if (observed.ok() && ops->status().ok())
+        observed = add_op_times(timed_ops, *op_marks, *op_times);
     } else {
       graph(spec, *ops);
     }
@@ -473,6 +485,11 @@ Status CudaBackend::forward(const BatchPlan& plan, std::span<float> logits) {
 
 Status CudaBackend::observe_ops(OpObserver* observer) {
   state_->observer = observer;
+  return Status::success();
+}
+
+Status CudaBackend::time_ops(std::vector<OpTime>* times) {
+  state_->op_times = times;
   return Status::success();
 }
 

@@ -63,6 +63,7 @@ class CudaBackend final : public Backend {
   Status forward(const BatchPlan& plan, std::span<float> logits) override;
   // While an observer is set, every step runs eagerly (no decode graph) and waits after each op.
   Status observe_ops(OpObserver* observer) override;
+  Status time_ops(std::vector<OpTime>* times) override;
   std::int32_t logit_candidate_count() const override;
   // With candidates: the rows' token masks are applied on the device before them.
   bool applies_token_masks() const override;

@@ -253,6 +253,14 @@ class CudartDeviceRuntime final : public DeviceRuntime {
     return Event{event};
   }
 
+  Expected<Event> create_timing_event() override {
+    cudaEvent_t event = nullptr;
+    if (const cudaError_t status = cudaEventCreate(&event); status != cudaSuccess) {
+      return failed("cudaEventCreate", status);
+    }
+    return Event{event};
+  }
+
   void destroy_event(Event event) override {
     if (const cudaError_t status = cudaEventDestroy(as_event(event)); status != cudaSuccess) {
       spdlog::warn("{}", failed("cudaEventDestroy", status).message);
@@ -265,6 +273,16 @@ class CudartDeviceRuntime final : public DeviceRuntime {
 
   Status wait(Stream stream, Event event) override {
     return check(cudaStreamWaitEvent(as_stream(stream), as_event(event), 0), "cudaStreamWaitEvent");
+  }
+
+  Expected<double> elapsed_seconds(Event from, Event to) override {
+    float milliseconds = 0;
+    if (const cudaError_t status =
+            cudaEventElapsedTime(&milliseconds, as_event(from), as_event(to));
+        status != cudaSuccess) {
+      return failed("cudaEventElapsedTime", status);
+    }
+    return milliseconds / 1e3;
   }
 
   Status begin_capture(Stream stream) override {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -27,7 +29,12 @@ struct EmulatedStream {
   int device = 0;
 };
 
-struct EmulatedEvent {};
+// A timing event notes the host's clock when recorded: work completes when it is issued, so that
+// is when the work before it finished.
+struct EmulatedEvent {
+  bool timing = false;
+  std::optional<std::chrono::steady_clock::time_point> reached;
+};
 
 // Records what the capturing thread issues; kernel launches arrive through the emulator's
 // LaunchRecorder hook, copies and fills from the runtime itself.
@@ -213,20 +220,28 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
     return issue(stream, std::move(work));
   }
 
-  Expected<Event> create_event() override {
-    auto event = std::make_unique<EmulatedEvent>();
-    const Event handle{event.get()};
-    const std::lock_guard lock(mutex_);
-    events_.push_back(std::move(event));
-    return handle;
-  }
+  Expected<Event> create_event() override { return make_event(false); }
+  Expected<Event> create_timing_event() override { return make_event(true); }
   void destroy_event(Event event) override {
     const std::lock_guard lock(mutex_);
     std::erase_if(events_, [&](const auto& e) { return e.get() == event.handle; });
   }
   // Work completes when it is issued, so an event is always reached.
-  Status record(Event, Stream) override { return Status::success(); }
+  Status record(Event event, Stream) override {
+    auto* emulated = static_cast<EmulatedEvent*>(event.handle);
+    if (emulated != nullptr && emulated->timing)
+      emulated->reached = std::chrono::steady_clock::now();
+    return Status::success();
+  }
   Status wait(Stream, Event) override { return Status::success(); }
+  Expected<double> elapsed_seconds(Event from, Event to) override {
+    const auto* a = static_cast<const EmulatedEvent*>(from.handle);
+    const auto* b = static_cast<const EmulatedEvent*>(to.handle);
+    if (a == nullptr || b == nullptr || !a->timing || !b->timing || !a->reached || !b->reached) {
+      return Error{"elapsed_seconds: both events must be timing events, recorded"};
+    }
+    return std::chrono::duration<double>(*b->reached - *a->reached).count();
+  }
 
   Status begin_capture(Stream stream) override {
     ThreadState& state = thread_state();
@@ -290,6 +305,15 @@ class EmulatedDeviceRuntime final : public DeviceRuntime {
   }
 
  private:
+  Expected<Event> make_event(bool timing) {
+    auto event = std::make_unique<EmulatedEvent>();
+    event->timing = timing;
+    const Event handle{event.get()};
+    const std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+    return handle;
+  }
+
   struct Allocation {
     int device;
     std::uint64_t bytes;
