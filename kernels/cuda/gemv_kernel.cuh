@@ -85,16 +85,29 @@ __global__ void __launch_bounds__(32 * kGemvWarps, 1)
     // that order, one quarter per lane: slot `quad`, held alike by the quad's four lanes. A warp
     // reads 8 consecutive blocks at a time.
     const int quad = lane / 4, quarter = lane % 4;
-    for (int base = 0; base < chunks; base += kChunkSlots) {
-      const int chunk = base + quad;
-      const bool valid = chunk < chunks;
-      Quarter part = {{0, 0}, 0};
-      typename Ops::Scales scales{};
-      if (valid) {
-        part = Ops::quarter(w_row, chunk, quarter);
-        scales = Ops::scales(w_row, chunk);
+    // Four of the quad's chunks at a time: their weights are loaded together, so that four
+    // reads are in flight, then added to the slot one after another.
+    constexpr int kChunksInFlight = 4;
+    for (int base = 0; base < chunks; base += kChunksInFlight * kChunkSlots) {
+      Quarter parts[kChunksInFlight];
+      typename Ops::Scales scales[kChunksInFlight];
+      TERN_MATMUL_UNROLL
+      for (int j = 0; j < kChunksInFlight; ++j) {
+        const int chunk = base + kChunkSlots * j + quad;
+        parts[j] = {{0, 0}, 0};
+        scales[j] = {};
+        if (chunk < chunks) {
+          parts[j] = Ops::quarter(w_row, chunk, quarter);
+          scales[j] = Ops::scales(w_row, chunk);
+        }
       }
-      add_chunk_quarter<kType>(part, scales, valid, xq, token0, count, chunks, chunk, quarter, acc);
+      TERN_MATMUL_UNROLL
+      for (int j = 0; j < kChunksInFlight; ++j) {
+        if (base + kChunkSlots * j >= chunks) break;  // the same for the whole warp
+        const int chunk = base + kChunkSlots * j + quad;
+        add_chunk_quarter<kType>(parts[j], scales[j], chunk < chunks, xq, token0, count, chunks,
+                                 chunk, quarter, acc);
+      }
     }
     store_gemv_sums<true>(acc, count, y_row, rows);
   } else {
