@@ -48,43 +48,6 @@ Parting parting(const HostActivation& device, const HostActivation& cpu) {
   return p;
 }
 
-// The weight a matmul event applied, or nullptr for another op.
-const WeightTensor* matmul_weight(const ModelWeights& weights, const OpEvent& event) {
-  if (event.op != "matmul") return nullptr;
-  if (event.operand == "output") return &weights.output();
-  if (event.layer < 0 || static_cast<std::size_t>(event.layer) >= weights.layers().size())
-    return nullptr;
-  const LayerWeights& layer = weights.layers()[static_cast<std::size_t>(event.layer)];
-  const std::pair<std::string_view, const WeightTensor*> matrices[] = {
-      {"wq", &layer.wq},         {"wk", &layer.wk},     {"wv", &layer.wv},        {"wo", &layer.wo},
-      {"w_gate", &layer.w_gate}, {"w_up", &layer.w_up}, {"w_down", &layer.w_down}};
-  for (const auto& [name, tensor] : matrices)
-    if (event.operand == name) return tensor;
-  return nullptr;
-}
-
-// A row rounded to Q8_1 as both backends round it (quantize_q8_1_kernel.cuh): its quants and the
-// values they stand for.
-struct RoundedRow {
-  std::vector<int> quants;
-  std::vector<float> values;
-};
-
-RoundedRow round_to_q8_1(std::span<const float> row) {
-  RoundedRow rounded{std::vector<int>(row.size()), std::vector<float>(row.size())};
-  for (std::size_t block = 0; block + 32 <= row.size(); block += 32) {
-    float amax = 0;
-    for (std::size_t i = block; i < block + 32; ++i) amax = std::max(amax, std::abs(row[i]));
-    const float d = amax / 127.0f;
-    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-    for (std::size_t i = block; i < block + 32; ++i) {
-      rounded.quants[i] = static_cast<int>(std::nearbyint(row[i] * inverse));
-      rounded.values[i] = static_cast<float>(rounded.quants[i]) * d;
-    }
-  }
-  return rounded;
-}
-
 // Whether a matmul's parting is its input's Q8_1 rounding: some quant of the two inputs rounded
 // differently, and every output differs by no more than the rounded inputs' difference allows,
 // sum_k |a_k - b_k| |w_jk|, plus the tolerance. A message saying so, or empty.
@@ -130,6 +93,35 @@ std::string requantization_explains(const WeightTensor& weight, const HostActiva
 }
 
 }  // namespace
+
+const WeightTensor* matmul_weight(const ModelWeights& weights, const OpEvent& event) {
+  if (event.op != "matmul") return nullptr;
+  if (event.operand == "output") return &weights.output();
+  if (event.layer < 0 || static_cast<std::size_t>(event.layer) >= weights.layers().size())
+    return nullptr;
+  const LayerWeights& layer = weights.layers()[static_cast<std::size_t>(event.layer)];
+  const std::pair<std::string_view, const WeightTensor*> matrices[] = {
+      {"wq", &layer.wq},         {"wk", &layer.wk},     {"wv", &layer.wv},        {"wo", &layer.wo},
+      {"w_gate", &layer.w_gate}, {"w_up", &layer.w_up}, {"w_down", &layer.w_down}};
+  for (const auto& [name, tensor] : matrices)
+    if (event.operand == name) return tensor;
+  return nullptr;
+}
+
+RoundedRow round_to_q8_1(std::span<const float> row) {
+  RoundedRow rounded{std::vector<int>(row.size()), std::vector<float>(row.size())};
+  for (std::size_t block = 0; block + 32 <= row.size(); block += 32) {
+    float amax = 0;
+    for (std::size_t i = block; i < block + 32; ++i) amax = std::max(amax, std::abs(row[i]));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (std::size_t i = block; i < block + 32; ++i) {
+      rounded.quants[i] = static_cast<int>(std::nearbyint(row[i] * inverse));
+      rounded.values[i] = static_cast<float>(rounded.quants[i]) * d;
+    }
+  }
+  return rounded;
+}
 
 std::vector<RecordedOp> record_op_trace(Backend& backend) {
   OpRecorder recorder;

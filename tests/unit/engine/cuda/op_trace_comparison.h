@@ -12,6 +12,7 @@
 // the two rounded inputs' difference explains, element by element.
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,17 @@ struct RecordedOp {
   OpEvent event;
   HostActivation output;
 };
+
+// The weight a matmul event applied (by its operand's name), or nullptr for another op.
+const WeightTensor* matmul_weight(const ModelWeights& weights, const OpEvent& event);
+
+// A row rounded to Q8_1 as both backends round it (quantize_q8_1_kernel.cuh: blocks of 32,
+// d = amax / 127, q = rint(x * (1 / d))): its quants and the values they stand for.
+struct RoundedRow {
+  std::vector<int> quants;
+  std::vector<float> values;
+};
+RoundedRow round_to_q8_1(std::span<const float> row);
 
 // Every op of mixed_steps::run_steps on `backend`, traced.
 std::vector<RecordedOp> record_op_trace(Backend& backend);

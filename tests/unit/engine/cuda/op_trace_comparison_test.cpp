@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/backend/backend_factory.h"
@@ -57,54 +58,40 @@ Requantized requantize_one_input(const ModelWeights& weights, std::vector<Record
     if (!reader || cpu[*reader].event.op != "matmul") continue;
     const HostActivation& x = cpu[w].output;
     for (std::size_t block = 0; block + 32 <= x.values.size(); block += 32) {
-      float amax = 0;
-      std::size_t largest = block;
-      for (std::size_t i = block; i < block + 32; ++i) {
-        if (std::abs(x.values[i]) > amax) {
-          amax = std::abs(x.values[i]);
-          largest = i;
-        }
-      }
-      const float d = amax / 127.0f;
-      const float inverse = 1.0f / d;
-      for (std::size_t i = block; i < block + 32; ++i) {
+      const std::span<const float> values(x.values.data() + block, 32);
+      const RoundedRow rounded = round_to_q8_1(values);
+      const auto largest = static_cast<std::size_t>(
+          std::ranges::max_element(values, {}, [](float v) { return std::abs(v); }) -
+          values.begin());
+      const float d = std::abs(values[largest]) / 127.0f;
+      for (std::size_t i = 0; i < 32; ++i) {
         if (i == largest) continue;  // keep d as it is
-        const float scaled = x.values[i] * inverse;
+        const float scaled = values[i] / d;
         const float boundary = std::floor(scaled) + 0.5f;
-        const float distance = std::abs(scaled - boundary) * d;
         // Just across the boundary, on the far side of where the value lies; a value on a
         // boundary (a tie) is left alone.
-        const float across = (scaled < boundary ? boundary + 1e-3f : boundary - 1e-3f) * d;
-        if (distance < best.distance &&
-            std::nearbyint(across * inverse) != std::nearbyint(scaled)) {
-          best = {w, *reader, i, across, distance};
-        }
+        std::vector<float> moved(values.begin(), values.end());
+        moved[i] = (scaled < boundary ? boundary + 1e-3f : boundary - 1e-3f) * d;
+        const float distance = std::abs(moved[i] - values[i]);
+        if (distance < best.distance && round_to_q8_1(moved).quants[i] != rounded.quants[i])
+          best = {w, *reader, block + i, moved[i], distance};
       }
     }
   }
   EXPECT_TRUE(std::isfinite(best.distance));
   HostActivation& normed = cpu[best.writer].output;
-  const float before = normed.values[best.at];
+  const std::size_t block = best.at - best.at % 32;
+  const std::span<const float> values(normed.values.data() + block, 32);
+  const float before = round_to_q8_1(values).values[best.at - block];
   normed.values[best.at] = best.nudged;
 
   // The matmul's outputs move by (rounded after - rounded before) * w[j][k].
   const auto width = static_cast<std::size_t>(normed.width);
   const std::size_t row = best.at / width, k = best.at % width;
-  const std::size_t block = best.at - best.at % 32;
-  float amax = 0;
-  for (std::size_t i = block; i < block + 32; ++i)
-    amax = std::max(amax, std::abs(normed.values[i]));
-  const float d = amax / 127.0f;
-  const double step =
-      (std::nearbyint(best.nudged * (1.0f / d)) - std::nearbyint(before * (1.0f / d))) *
-      static_cast<double>(d);
+  const double step = static_cast<double>(round_to_q8_1(values).values[best.at - block]) - before;
   EXPECT_NE(step, 0.0);
   RecordedOp& matmul = cpu[best.matmul];
-  const auto layer = static_cast<std::size_t>(matmul.event.layer);
-  const LayerWeights& weights_of_layer = weights.layers()[layer];
-  const WeightTensor* weight = matmul.event.operand == "wq"       ? &weights_of_layer.wq
-                               : matmul.event.operand == "w_gate" ? &weights_of_layer.w_gate
-                                                                  : nullptr;
+  const WeightTensor* weight = matmul_weight(weights, matmul.event);
   EXPECT_NE(weight, nullptr) << matmul.event.operand;
   if (weight == nullptr) return {std::move(cpu), best.matmul};
   std::vector<float> w_row(width);
