@@ -7,7 +7,7 @@
 // q, q + 8, q + 16, ... in that order. Each chunk's exact integer dots come from mma.m16n8k32
 // (Q6_K: two mma.m16n8k16, one per 16-value sub-block with its own scale) over the weights'
 // quants and the tokens' Q8_1 quants, and enter the slot through ChunkOps::accumulate, as in the
-// GEMV; the eight slots are then folded through shared memory in chunk_slots_sum's tree. So a
+// GEMV; the eight slots are then folded through shared memory in quad_slots_sum's tree. So a
 // row's bits equal the GEMV's and do not depend on the tile a token falls in.
 //
 // Fragments come straight from ChunkOps::quarter: lane (group g, thread t) of an m16n8k32 holds
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kMmaThreads, 1)
     }
   }
 
-  // The eight slots folded as chunk_slots_sum folds them: warps 4..7 into 0..3 (slots 4 apart),
+  // The eight slots folded as quad_slots_sum folds them: warps 4..7 into 0..3 (slots 4 apart),
   // 2..3 into 0..1, then 1 into 0, each through shared memory.
   const auto at = [&](int holder, int m, int n, int i) {
     return ((holder * kMmaRowTiles + m) * kMmaTokenTiles + n) * 4 * 32 + i * 32 + lane;

@@ -9,7 +9,7 @@
 //   is computed (dp4a in a lane, four lanes' quarters, a tensor-core mma) does not matter; it
 //   enters the float result as one or two fmaf with the scales (ChunkOps<type>::accumulate).
 //   Slot q (0..kChunkSlots - 1 = 7) accumulates chunks q, q + 8, q + 16, ... in that order from
-//   +0, and the 8 slot sums are combined by chunk_slots_sum's tree: slots 4 apart, then 2, then 1.
+//   +0, and the 8 slot sums are combined by quad_slots_sum's tree: slots 4 apart, then 2, then 1.
 //   Eight slots are what both kernels hold: the GEMV's eight lane quads (a quad per chunk, four
 //   lanes a quarter each), and the tensor-core GEMM's eight warps (a warp per slot, each with the
 //   whole output tile's accumulators for its slot).
@@ -50,14 +50,6 @@ __device__ __forceinline__ float quad_slots_sum(float slot) {
   for (int offset = 16; offset >= 4; offset /= 2)
     slot += __shfl_xor_sync(0xffffffffu, slot, offset);
   return slot;
-}
-
-// The same tree over eight slot sums held in one place (the GEMM's, after its warps have stored
-// theirs): ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)).
-__device__ __forceinline__ float chunk_slots_sum(const float (&slots)[kChunkSlots]) {
-  const float p0 = slots[0] + slots[4], p1 = slots[1] + slots[5];
-  const float p2 = slots[2] + slots[6], p3 = slots[3] + slots[7];
-  return (p0 + p2) + (p1 + p3);
 }
 
 // A 32-bit word from a 2-byte aligned address (blocks of 34, 18 and 210 bytes).
