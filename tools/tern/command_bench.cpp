@@ -163,9 +163,10 @@ int command_bench(std::span<char* const> args) {
   std::int32_t longest = static_cast<std::int32_t>(*n_gen) + 1;
   for (std::int32_t length : *prompt_lengths) longest = std::max(longest, length);
   const bool op_profile = parsed->has("op-profile");
-  // The decode profile's steps follow a prompt of the first -p length.
+  // The decode profile's steps follow a prompt of the first -p length (at least one token).
+  const std::int32_t profile_context = std::max(1, prompt_lengths->front());
   if (op_profile) {
-    longest = std::max(longest, prompt_lengths->front() + static_cast<std::int32_t>(*n_gen) + 1);
+    longest = std::max(longest, profile_context + static_cast<std::int32_t>(*n_gen) + 1);
   }
   if (longest > config.context_length) {
     return fail(fmt::format("a test of {} tokens exceeds the model's context of {}", longest,
@@ -220,6 +221,10 @@ int command_bench(std::span<char* const> args) {
   if (!runner) return fail(runner.error().message, kExitFailure);
 
   std::mt19937 rng(42);
+  // The decode tests feed this sequence of ids, one per step.
+  const auto next_decode_token = [&](std::int32_t token) {
+    return static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+  };
   auto random_tokens = [&](std::int32_t count) {
     std::vector<std::int32_t> tokens(static_cast<std::size_t>(count));
     for (auto& t : tokens)
@@ -289,7 +294,7 @@ int command_bench(std::span<char* const> args) {
         return fail(ran.message(), kExitFailure);
       double decode_seconds = 0, probe_seconds = 0, expert_bytes = 0;
       for (long long i = 0; i < *n_gen; ++i) {
-        token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+        token = next_decode_token(token);
         const auto start = std::chrono::steady_clock::now();
         if (Status ran = runner->append({&token, 1}); !ran.ok())
           return fail(ran.message(), kExitFailure);
@@ -360,14 +365,13 @@ int command_bench(std::span<char* const> args) {
     }
     if (*n_gen > 0) {
       runner->reset();
-      const std::int32_t context = std::max(1, prompt_lengths->front());
-      if (Status ran = runner->append(random_tokens(context)); !ran.ok())
+      if (Status ran = runner->append(random_tokens(profile_context)); !ran.ok())
         return fail(ran.message(), kExitFailure);
       std::int32_t token = 1;
       const Status profiled =
-          profile(fmt::format("tg{} after {} tokens", *n_gen, context), [&]() -> Status {
+          profile(fmt::format("tg{} after {} tokens", *n_gen, profile_context), [&]() -> Status {
             for (long long i = 0; i < *n_gen; ++i) {
-              token = static_cast<std::int32_t>((token * 7 + 3) % config.vocab_size);
+              token = next_decode_token(token);
               if (Status ran = runner->append({&token, 1}); !ran.ok()) return ran;
             }
             return Status::success();
