@@ -17,6 +17,7 @@
 #include "kernels/cuda/quantize_q8_1.h"
 #include "kernels/cuda/rms_norm.h"
 #include "kernels/cuda/rope.h"
+#include "kernels/cuda/round_activations.h"
 #include "kernels/cuda/sum_ranks.h"
 #include "kernels/cuda/token_mask.h"
 
@@ -60,6 +61,7 @@ DeviceKernels make_table() {
   table.rms_norm_residual = TERN_NEUTRAL(launch_rms_norm_residual);
   table.rms_norm_per_head = TERN_NEUTRAL(launch_rms_norm_per_head);
   table.quantize_q8_1 = TERN_NEUTRAL(launch_quantize_activations_q8_1);
+  table.round_activations = TERN_NEUTRAL(launch_round_activations);
   table.gemv = TERN_NEUTRAL(launch_gemv);
   table.gemm = TERN_NEUTRAL(launch_gemm);
   table.add_bias = TERN_NEUTRAL(launch_add_bias);

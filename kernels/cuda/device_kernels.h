@@ -29,6 +29,8 @@ struct DeviceKernels {
                            long long row_stride, int n_heads, int head_dim, float eps,
                            void* stream);
   int (*quantize_q8_1)(const float* x, int tokens, int cols, BlockQ8_1* out, void* stream);
+  int (*round_activations)(const float* x, int tokens, int cols, TensorType type,
+                           std::uint16_t* out, void* stream);
   int (*gemv)(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
               void* stream);
   int (*gemm)(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,

@@ -1,6 +1,7 @@
 #include "kernels/cuda/gemm.h"
 
 #include "kernels/cuda/cuda_namespace.h"
+#include "kernels/cuda/float_mma_kernel.cuh"
 #include "kernels/cuda/gemm_kernel.cuh"
 #include "kernels/cuda/gemm_mma_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
@@ -8,10 +9,15 @@
 TERN_CUDA_NAMESPACE_BEGIN
 namespace {
 
-// Integer formats on tensor cores, float formats on CUDA cores.
+// Integer formats on tensor cores, BF16 and F16 on them where uses_float_mma holds, the rest on
+// CUDA cores.
 template <TensorType kType>
 cudaError_t launch_gemm_as(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
                            cudaStream_t stream) {
+  if constexpr (kType == TensorType::bf16 || kType == TensorType::f16) {
+    if (uses_float_mma(w))
+      return launch_float_mma<kType, FloatMmaPrefillTile>(w, x, tokens, y, stream);
+  }
   if constexpr (reads_q8_1_activations(kType)) {
     const dim3 grid((w.rows + kMmaRows - 1) / kMmaRows, (tokens + kMmaTokens - 1) / kMmaTokens);
     TERN_LAUNCH(gemm_mma_kernel<kType>, grid, kMmaThreads, 0, stream,
@@ -43,6 +49,8 @@ TERN_KERNEL_TABLE_PART(gemm, TERN_KERNEL_ENTRY(gemm_kernel<TensorType::f32>),
                        TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q8_0>),
                        TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q4_0>),
                        TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q4_k>),
-                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q6_k>))
+                       TERN_KERNEL_ENTRY(gemm_mma_kernel<TensorType::q6_k>),
+                       TERN_KERNEL_ENTRY((float_mma_kernel<TensorType::bf16, FloatMmaPrefillTile>)),
+                       TERN_KERNEL_ENTRY((float_mma_kernel<TensorType::f16, FloatMmaPrefillTile>)))
 
 TERN_CUDA_NAMESPACE_END

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_namespace.h"
+#include "kernels/cuda/float_mma_kernel.cuh"
 #include "kernels/cuda/gemv_kernel.cuh"
 #include "kernels/cuda/gemv_staged_kernel.cuh"
 #include "kernels/cuda/kernel_table.h"
@@ -33,6 +34,10 @@ cudaError_t launch_gemv_tokens(const DeviceWeights& w, const DeviceActivations& 
 template <TensorType kType>
 cudaError_t launch_gemv_as(const DeviceWeights& w, const DeviceActivations& x, int tokens, float* y,
                            cudaStream_t stream) {
+  if constexpr (kType == TensorType::bf16 || kType == TensorType::f16) {
+    if (uses_float_mma(w))
+      return launch_float_mma<kType, FloatMmaDecodeTile>(w, x, tokens, y, stream);
+  }
   if (tokens == 1) return launch_gemv_tokens<kType, 1>(w, x, tokens, y, stream);
   if (tokens == 2) return launch_gemv_tokens<kType, 2>(w, x, tokens, y, stream);
   if (tokens <= 4) return launch_gemv_tokens<kType, 4>(w, x, tokens, y, stream);
@@ -62,8 +67,11 @@ cudaError_t launch_gemv(const DeviceWeights& w, const DeviceActivations& x, int 
       TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, 2>)), \
       TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, 4>)), \
       TERN_KERNEL_ENTRY((gemv_staged_kernel<TensorType::name, kGemvMaxTokens>)),
-TERN_KERNEL_TABLE_PART(gemv, TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES)
-                                 TERN_GEMV_STAGED_ENTRIES(q8_0) TERN_GEMV_STAGED_ENTRIES(q4_0))
+TERN_KERNEL_TABLE_PART(gemv,
+                       TERN_CUDA_WEIGHT_FORMATS(TERN_GEMV_ENTRIES) TERN_GEMV_STAGED_ENTRIES(q8_0)
+                           TERN_GEMV_STAGED_ENTRIES(q4_0) TERN_KERNEL_ENTRY(
+                               (float_mma_kernel<TensorType::bf16, FloatMmaDecodeTile>)),
+                       TERN_KERNEL_ENTRY((float_mma_kernel<TensorType::f16, FloatMmaDecodeTile>)))
 #undef TERN_GEMV_STAGED_ENTRIES
 #undef TERN_GEMV_ENTRIES
 

@@ -25,6 +25,7 @@
   X(logits_select)                \
   X(paged_attention)              \
   X(quantize_q8_1)                \
+  X(round_activations)            \
   X(kv_store)                     \
   X(rms_norm)                     \
   X(rope)                         \

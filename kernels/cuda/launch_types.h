@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/kv_store.h"
+#include "kernels/host_device.h"
 #include "kernels/tensor_type.h"
 
 namespace tern::kernels::cuda {
@@ -32,12 +33,28 @@ struct DeviceWeights {
   const void* data = nullptr;
 };
 
-// The activations of a launch, row-major [tokens][cols]: f32 for F32/F16/BF16 weights,
-// Q8_1 blocks ([tokens][cols / 32], from launch_quantize_activations_q8_1) for Q8_0, Q4_0, Q4_K
-// and Q6_K weights. Only the one the weight type reads must be set.
+// Whether BF16 or F16 weights take the tensor cores (float_mma_kernel.cuh) at every token count:
+// rows of whole 16-column mma steps at a 16-byte aligned address (cp.async copies 16 bytes).
+// Others, F32 always, take gemv_kernel and gemm_kernel on CUDA cores, also at every token count,
+// so that a matrix's row bits never depend on the batch.
+TERN_HOST_DEVICE constexpr bool uses_float_mma(TensorType type, int cols, std::uintptr_t address) {
+  return (type == TensorType::bf16 || type == TensorType::f16) && cols % 16 == 0 &&
+         address % 16 == 0;
+}
+inline bool uses_float_mma(const DeviceWeights& w) {
+  return uses_float_mma(w.type, w.cols, reinterpret_cast<std::uintptr_t>(w.data));
+}
+
+// The activations of a launch, row-major [tokens][cols]: Q8_1 blocks ([tokens][cols / 32], from
+// launch_quantize_activations_q8_1) for Q8_0, Q4_0, Q4_K and Q6_K weights; for BF16 and F16
+// weights that take the tensor cores (uses_float_mma), the values rounded to the weights' type
+// (launch_round_activations), 16-byte aligned, with that type in `rounded_type`; f32 for the rest.
+// Only the one the weights read must be set.
 struct DeviceActivations {
   const float* f32 = nullptr;
   const BlockQ8_1* q8_1 = nullptr;
+  const std::uint16_t* rounded = nullptr;
+  TensorType rounded_type = TensorType::f32;
 };
 
 // One copy-on-write of a paged KV block: block src's contents go to block dst.

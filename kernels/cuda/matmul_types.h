@@ -1,8 +1,8 @@
 #pragma once
 
-// What the quantized GEMV and GEMM launchers (gemv.h, gemm.h) take: the weight descriptor, the
-// activations in f32 and as Q8_1 blocks, and the shape checks both launchers share. Host and
-// device code (the block layout) include this.
+// What the GEMV and GEMM launchers (gemv.h, gemm.h) take: the weight descriptor, the activations
+// (f32, Q8_1 blocks, or rounded to 16-bit floats), and the shape checks both launchers share. Host
+// and device code (the block layout) include this.
 
 #include <cstdint>
 
@@ -62,6 +62,11 @@ inline cudaError_t check_matmul_arguments(const DeviceWeights& w, const DeviceAc
     return cudaErrorInvalidValue;
   if (reads_q8_1_activations(w.type))
     return x.q8_1 != nullptr && aligned_to(x.q8_1, 8) ? cudaSuccess : cudaErrorInvalidValue;
+  if (uses_float_mma(w)) {
+    return x.rounded != nullptr && aligned_to(x.rounded, 16) && x.rounded_type == w.type
+               ? cudaSuccess
+               : cudaErrorInvalidValue;
+  }
   return x.f32 != nullptr && aligned_to(x.f32, alignof(float)) ? cudaSuccess
                                                                : cudaErrorInvalidValue;
 }

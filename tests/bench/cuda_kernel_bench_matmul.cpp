@@ -11,6 +11,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/quantize_q8_1.h"
+#include "kernels/cuda/round_activations.h"
 #include "tests/bench/cuda_kernel_bench_cases.h"
 
 namespace tern::cuda_bench {
@@ -87,12 +88,35 @@ bool weight_copies(Prepared& prepared, TensorType type, const Matrix& m, int ins
   return true;
 }
 
-// The activations a format's kernels read: f32, or Q8_1 blocks quantized on the device.
+// Whether the format's kernels read 16-bit activations (the bench's copies are 256-byte aligned).
+bool reads_rounded_activations(TensorType type, int cols) {
+  return kernels::cuda::uses_float_mma(type, cols, 0);
+}
+
+// The activations a format's kernels read: f32, Q8_1 blocks quantized on the device, or the
+// values rounded to BF16 or F16 on the device.
 bool activations(Prepared& prepared, TensorType type, int tokens, int cols, DeviceActivations& x,
                  std::string& error) {
   const std::size_t count = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(cols);
   if (!random_float_buffer(prepared, count, "the activations", 11u + cols, error)) return false;
   x.f32 = prepared.buffers.back().as<float>();
+  if (reads_rounded_activations(type, cols)) {
+    DeviceBuffer& rounded =
+        prepared.buffers.emplace_back(count * sizeof(std::uint16_t), "the rounded activations");
+    if (!rounded.ok()) {
+      error = rounded.error();
+      return false;
+    }
+    x.rounded = rounded.as<std::uint16_t>();
+    x.rounded_type = type;
+    const cudaError_t status = kernels::cuda::launch_round_activations(
+        x.f32, tokens, cols, type, rounded.as<std::uint16_t>(), nullptr);
+    if (status != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+      error = "rounding the activations: " + describe_error(status);
+      return false;
+    }
+    return true;
+  }
   if (!reads_q8_1_activations(type)) return true;
   DeviceBuffer& blocks =
       prepared.buffers.emplace_back(count / 32 * sizeof(BlockQ8_1), "the Q8_1 activations");
@@ -112,6 +136,7 @@ bool activations(Prepared& prepared, TensorType type, int tokens, int cols, Devi
 
 double activation_bytes(TensorType type, int tokens, int cols) {
   const double count = static_cast<double>(tokens) * cols;
+  if (reads_rounded_activations(type, cols)) return count * sizeof(std::uint16_t);
   return reads_q8_1_activations(type) ? count / 32 * sizeof(BlockQ8_1) : count * sizeof(float);
 }
 

@@ -1,8 +1,8 @@
-// The quantized GEMV and GEMM (kernels/cuda/gemv_kernel.cuh, gemm_kernel.cuh) and the Q8_1
-// activation quantization through their launchers: every weight format against a double
-// reference with the same activation quantization and against the CPU matmul, ragged shapes,
-// every schedule, bit-exact batch invariance and GEMV == GEMM, and the shapes the launchers
-// refuse.
+// The GEMV and GEMM (kernels/cuda/gemv_kernel.cuh, gemm_kernel.cuh, gemm_mma_kernel.cuh,
+// float_mma_kernel.cuh), the Q8_1 activation quantization and the 16-bit rounding, through their
+// launchers: every weight format against a double reference with the same activation
+// quantization or rounding and against the CPU matmul, ragged shapes, every schedule, bit-exact
+// batch invariance and GEMV == GEMM, and the shapes the launchers refuse.
 
 #include <algorithm>
 #include <cmath>
@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/quantize_q8_1.h"
+#include "kernels/cuda/round_activations.h"
 #include "tests/cuda_kernels/device_test_support.h"
 
 namespace tern::kernels::cuda {
@@ -33,9 +35,24 @@ bool is_k_quant(TensorType type) {
   return type == TensorType::q4_k || type == TensorType::q6_k;
 }
 
+// Whether the launchers take `type` at `cols` to the tensor cores with rounded activations
+// (device allocations are 256-byte aligned, and the tests' token offsets keep rows 32-byte
+// aligned).
+bool rounds_activations(TensorType type, int cols) {
+  return uses_float_mma(type, cols, 0);
+}
+
+// x rounded to BF16 or F16 as the device rounds it (round to nearest even), back in float.
+float rounded_to(TensorType type, float value) {
+  return type == TensorType::bf16 ? bf16_to_f32(f32_to_bf16(value)) : f16_to_f32(f32_to_f16(value));
+}
+
 // Column counts per format: one block, several, and one past a GEMM K stage (1024 columns of
-// quants, 256 of floats). Float formats take any count, odd ones included.
+// quants, 256 of floats). Float formats take any count, odd ones included; BF16 and F16 take the
+// tensor cores at multiples of 16: one mma step, an odd number of them (21: a half stage of both
+// tiles last) and 1280 columns (20 decode stages, 40 prefill stages).
 std::vector<int> test_cols(TensorType type) {
+  if (type == TensorType::bf16 || type == TensorType::f16) return {1, 33, 300, 16, 336, 1280};
   switch (weight_block_elements(type)) {
     case 1:
       return {1, 33, 300};
@@ -50,6 +67,7 @@ std::vector<int> test_cols(TensorType type) {
 // formats both GEMV kernels: 1088 columns are 34 blocks, 1280 are 40, whole groups of 8 blocks
 // that the staged kernel takes (Q8_0, Q4_0) in a full segment and a ragged one.
 std::vector<int> stage_crossing_cols(TensorType type) {
+  if (type == TensorType::bf16 || type == TensorType::f16) return {300, 336};  // CUDA, tensor cores
   switch (weight_block_elements(type)) {
     case 1:
       return {300};
@@ -113,9 +131,14 @@ std::vector<BlockQ8_1> quantize_q8_1_on_host(const std::vector<float>& x) {
   return blocks;
 }
 
-// The activation values a format's kernel multiplies: x itself, or its Q8_1 blocks' values.
-std::vector<double> effective_activations(TensorType type, const std::vector<float>& x) {
+// The activation values a format's kernel multiplies: x itself, x rounded to BF16 or F16, or its
+// Q8_1 blocks' values.
+std::vector<double> effective_activations(TensorType type, int cols, const std::vector<float>& x) {
   std::vector<double> values(x.begin(), x.end());
+  if (rounds_activations(type, cols)) {
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = rounded_to(type, x[i]);
+    return values;
+  }
   if (!reads_q8_1_activations(type)) return values;
   const std::vector<BlockQ8_1> blocks = quantize_q8_1_on_host(x);
   for (std::size_t i = 0; i < values.size(); ++i)
@@ -123,18 +146,32 @@ std::vector<double> effective_activations(TensorType type, const std::vector<flo
   return values;
 }
 
+// Tolerances, relative to sum |w * x| over the output's terms (u = 2^-24):
+// - against the double reference with the same activation quantization: the kernels round the
+//   scale product and each fmaf of a slot's chain (at most 10 long here: 300 float columns) and
+//   each of the 5 tree levels, at most (10 + 6) u = 9.5e-7 of the magnitude; 2e-6 leaves room
+//   for the rounding of the reference's own dequantized weights (Q4_K: d * scale - dmin * min).
+//   BF16 and F16 on tensor cores: one chain over all columns, (cols + 32) u (Expected).
+// - against the CPU matmul: its chain is sequential (300 fmaf for 300 float columns, a worst
+//   case of 1.8e-5), but the rounding errors of random terms add like a random walk (measured
+//   below 3e-7): 1e-5. For Q4_K/Q6_K the CPU quantizes activations as Q8_K, see cpu_slack.
+// The measured maxima are printed by each test.
+constexpr double kReferenceTolerance = 2e-6;
+constexpr double kCpuTolerance = 1e-5;
+
 // Everything one format's comparison needs, computed on the host once per shape.
 struct Expected {
-  std::vector<double> exact;      // double dot of the dequantized weights and effective x
-  std::vector<double> magnitude;  // sum |w * x| of the same terms
-  std::vector<float> cpu;         // the CPU matmul (scalar variant)
-  std::vector<double> cpu_slack;  // what the CPU's own activation quantization may add
+  std::vector<double> exact;       // double dot of the dequantized weights and effective x
+  std::vector<double> magnitude;   // sum |w * x| of the same terms
+  std::vector<float> cpu;          // the CPU matmul (scalar variant)
+  std::vector<double> cpu_slack;   // what the CPU's own activation quantization may add
+  double reference_tolerance = 0;  // relative to magnitude
 };
 
 Expected expected_results(TensorType type, const HostMatrix& m, int rows, int cols,
                           const std::vector<float>& x, int tokens) {
   Expected e;
-  const std::vector<double> xv = effective_activations(type, x);
+  const std::vector<double> xv = effective_activations(type, cols, x);
   const std::size_t outputs = static_cast<std::size_t>(tokens) * static_cast<std::size_t>(rows);
   e.exact.assign(outputs, 0.0);
   e.magnitude.assign(outputs, 0.0);
@@ -158,12 +195,23 @@ Expected expected_results(TensorType type, const HostMatrix& m, int rows, int co
           for (int k = b; k < b + 256; ++k) slack += std::fabs(w[k]) * (amax / 127.0);
         }
       }
+      // The CPU multiplies x, the tensor cores x rounded: they differ by |w| |x - rounded| at most.
+      if (rounds_activations(type, cols)) {
+        for (int k = 0; k < cols; ++k)
+          slack += std::fabs(w[k]) * std::fabs(static_cast<double>(x_row[k]) -
+                                               xv[static_cast<std::size_t>(t) * cols + k]);
+      }
       const std::size_t i = static_cast<std::size_t>(t) * rows + r;
       e.exact[i] = exact;
       e.magnitude[i] = magnitude;
       e.cpu_slack[i] = slack;
     }
   }
+  // The tensor cores' chain is one accumulation per output over all columns (cols roundings,
+  // here fused multiply-adds in k order), where the other kernels fold slots.
+  e.reference_tolerance = rounds_activations(type, cols)
+                              ? std::max(kReferenceTolerance, (cols + 32) * 0x1p-24)
+                              : kReferenceTolerance;
   ThreadPool pool(1);
   MatmulWorkspace workspace(tokens, cols, 1);
   const WeightMatrix w{type, m.bytes.data(), rows, cols, static_cast<std::size_t>(m.row_bytes)};
@@ -171,18 +219,6 @@ Expected expected_results(TensorType type, const HostMatrix& m, int rows, int co
   matmul(Isa::scalar, w, x.data(), tokens, cols, e.cpu.data(), rows, workspace, pool);
   return e;
 }
-
-// Tolerances, relative to sum |w * x| over the output's terms (u = 2^-24):
-// - against the double reference with the same activation quantization: the kernels round the
-//   scale product and each fmaf of a slot's chain (at most 10 long here: 300 float columns) and
-//   each of the 5 tree levels, at most (10 + 6) u = 9.5e-7 of the magnitude; 2e-6 leaves room
-//   for the rounding of the reference's own dequantized weights (Q4_K: d * scale - dmin * min).
-// - against the CPU matmul: its chain is sequential (300 fmaf for 300 float columns, a worst
-//   case of 1.8e-5), but the rounding errors of random terms add like a random walk (measured
-//   below 3e-7): 1e-5. For Q4_K/Q6_K the CPU quantizes activations as Q8_K, see cpu_slack.
-// The measured maxima are printed by each test.
-constexpr double kReferenceTolerance = 2e-6;
-constexpr double kCpuTolerance = 1e-5;
 
 struct ErrorStats {
   double max_abs = 0;       // against the double reference
@@ -201,7 +237,7 @@ void check_results(const std::vector<float>& y, const Expected& e, ErrorStats& s
     stats.max_relative = std::max(stats.max_relative, error / scale);
     stats.cpu_max_abs = std::max(stats.cpu_max_abs, cpu_error);
     stats.cpu_max_relative = std::max(stats.cpu_max_relative, cpu_error / scale);
-    ASSERT_LE(error, kReferenceTolerance * e.magnitude[i]) << what << " output " << i;
+    ASSERT_LE(error, e.reference_tolerance * e.magnitude[i]) << what << " output " << i;
     ASSERT_LE(cpu_error, kCpuTolerance * e.magnitude[i] + e.cpu_slack[i])
         << what << " output " << i << " (CPU)";
   }
@@ -222,10 +258,15 @@ struct DeviceProblem {
       : weights(m.bytes),
         f32(x),
         q8_1(reads_q8_1_activations(type) ? x.size() / 32 : 0),
+        rounded(rounds_activations(type, cols) ? x.size() : 0),
         w{type, rows, cols, weights.data()},
         tokens(tokens) {
     if (reads_q8_1_activations(type)) {
       EXPECT_EQ(launch_quantize_activations_q8_1(f32.data(), tokens, cols, q8_1.data(), nullptr),
+                cudaSuccess);
+    }
+    if (rounds_activations(type, cols)) {
+      EXPECT_EQ(launch_round_activations(f32.data(), tokens, cols, type, rounded.data(), nullptr),
                 cudaSuccess);
     }
   }
@@ -235,12 +276,17 @@ struct DeviceProblem {
     a.f32 = f32.data() + static_cast<std::size_t>(first) * w.cols;
     if (reads_q8_1_activations(w.type))
       a.q8_1 = q8_1.data() + static_cast<std::size_t>(first) * (w.cols / 32);
+    if (rounds_activations(w.type, w.cols)) {
+      a.rounded = rounded.data() + static_cast<std::size_t>(first) * w.cols;
+      a.rounded_type = w.type;
+    }
     return a;
   }
 
   DeviceArray<unsigned char> weights;
   DeviceArray<float> f32;
   DeviceArray<BlockQ8_1> q8_1;
+  DeviceArray<std::uint16_t> rounded;
   DeviceWeights w;
   int tokens;
 };
@@ -345,8 +391,9 @@ TEST_P(CudaMatmulFormat, RowBitsDoNotDependOnTheBatchOrTheKernel) {
   }
 }
 
-// One large batch: the GEMM of 200 tokens (7 tiles of the tensor-core GEMM's 32, 25 of the float
-// GEMM's 8) gives the first, a middle and the last token the bits the GEMV gives each alone.
+// One large batch: the GEMM of 200 tokens (7 tiles of the integer tensor-core GEMM's 32, 2 of the
+// BF16/F16 one's 128, 25 of the F32 GEMM's 8) gives the first, a middle and the last token the bits
+// the GEMV gives each alone.
 TEST_P(CudaMatmulFormat, LargeBatchRowsEqualTheGemvOfEachToken) {
   TERN_REQUIRE_DEVICE();
   const TensorType type = GetParam();
@@ -494,6 +541,7 @@ TEST(CudaMatmul, MalformedShapesAreRefusedWithoutALaunch) {
   DeviceArray<unsigned char> weights(4096);
   DeviceArray<float> x(1024);
   DeviceArray<BlockQ8_1> xq(32);
+  DeviceArray<std::uint16_t> rounded(1024);
   DeviceArray<float> y(64);
   const std::vector<float> before = y.download();
   const DeviceActivations both{x.data(), xq.data()};
@@ -515,7 +563,20 @@ TEST(CudaMatmul, MalformedShapesAreRefusedWithoutALaunch) {
       {"negative tokens", {TensorType::q8_0, 4, 32, weights.data()}, both, -1},
       {"no weights", {TensorType::q8_0, 4, 32, nullptr}, both, 1},
       {"no Q8_1 activations", {TensorType::q4_k, 4, 256, weights.data()}, {x.data(), nullptr}, 1},
-      {"no f32 activations", {TensorType::bf16, 4, 32, weights.data()}, {nullptr, xq.data()}, 1},
+      {"no f32 activations", {TensorType::f32, 4, 32, weights.data()}, {nullptr, xq.data()}, 1},
+      {"no f32 activations for BF16 off the tensor cores",
+       {TensorType::bf16, 4, 40, weights.data()},
+       {nullptr, xq.data(), rounded.data(), TensorType::bf16},
+       1},
+      {"no rounded activations", {TensorType::bf16, 4, 32, weights.data()}, both, 1},
+      {"activations rounded to F16 for BF16 weights",
+       {TensorType::bf16, 4, 32, weights.data()},
+       {x.data(), nullptr, rounded.data(), TensorType::f16},
+       1},
+      {"misaligned rounded activations",
+       {TensorType::f16, 4, 32, weights.data()},
+       {x.data(), nullptr, rounded.data() + 1, TensorType::f16},
+       1},
       {"misaligned Q4_K weights", {TensorType::q4_k, 4, 256, weights.data() + 2}, both, 1},
   };
   for (const Launcher launch : {launch_gemv, launch_gemm}) {
@@ -529,6 +590,92 @@ TEST(CudaMatmul, MalformedShapesAreRefusedWithoutALaunch) {
   }
   const std::vector<float> after = y.download();
   EXPECT_EQ(std::memcmp(after.data(), before.data(), after.size() * sizeof(float)), 0);
+}
+
+// BF16 and F16 weights whose rows cannot be copied 16 bytes at a time (here: two bytes past an
+// aligned address) take the CUDA cores with the f32 activations at every token count: the
+// results match the double reference of the unrounded activations, which the tensor cores'
+// rounded ones would miss by far more than its tolerance.
+TEST(CudaMatmul, SixteenBitWeightsOffTheTensorCoresMultiplyTheF32Activations) {
+  TERN_REQUIRE_DEVICE();
+  constexpr int kRows = 19, kCols = 320, kTokens = 12;
+  for (const TensorType type : {TensorType::bf16, TensorType::f16}) {
+    SCOPED_TRACE(std::string(tensor_type_name(type)));
+    const HostMatrix m = make_matrix(type, kRows, kCols, 21);
+    const std::vector<float> x = make_activations(kTokens, kCols, 22);
+    std::vector<unsigned char> shifted_bytes(m.bytes.size() + 2);
+    std::copy(m.bytes.begin(), m.bytes.end(), shifted_bytes.begin() + 2);
+    const DeviceArray<unsigned char> shifted(shifted_bytes);
+    const DeviceArray<float> d_x(x);
+    const DeviceWeights w{type, kRows, kCols, shifted.data() + 2};
+    ASSERT_FALSE(uses_float_mma(w));
+    DeviceActivations activations;
+    activations.f32 = d_x.data();
+    for (const Launcher launch : {launch_gemv, launch_gemm}) {
+      for (const int tokens : {1, kTokens}) {
+        DeviceArray<float> y(static_cast<std::size_t>(tokens) * kRows);
+        TERN_EXPECT_LAUNCHED(launch(w, activations, tokens, y.data(), nullptr));
+        const std::vector<float> got = y.download();
+        for (int t = 0; t < tokens; ++t) {
+          for (int r = 0; r < kRows; ++r) {
+            double exact = 0, magnitude = 0;
+            for (int k = 0; k < kCols; ++k) {
+              const double term = static_cast<double>(m.values[r * kCols + k]) * x[t * kCols + k];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            ASSERT_LE(std::fabs(got[t * kRows + r] - exact), kReferenceTolerance * magnitude)
+                << "token " << t << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The rounding to BF16 and F16 gives the host's bits (kernels/cpu/half.h) for every finite value:
+// ties to even, subnormals, values that overflow F16, signed zeros and infinities.
+TEST(CudaRoundActivations, MatchesTheHostRoundingBitForBit) {
+  TERN_REQUIRE_DEVICE();
+  std::vector<float> x = make_activations(3, 96, 31);
+  const float specials[] = {0.0f,     -0.0f,     1.0f + 0x1p-8f, 1.0f + 0x1p-11f,
+                            65504.0f, 65520.0f,  -70000.0f,      1e-5f,
+                            0x1p-24f, 0x1p-25f,  3e-41f,         -0x1.8p-126f,
+                            INFINITY, -INFINITY, 1e30f,          1.0f + 3 * 0x1p-9f};
+  std::copy(std::begin(specials), std::end(specials), x.begin());
+  const DeviceArray<float> d_x(x);
+  for (const TensorType type : {TensorType::bf16, TensorType::f16}) {
+    SCOPED_TRACE(std::string(tensor_type_name(type)));
+    cuda_test::for_each_pass([&](const cuda_test::Pass&) {
+      DeviceArray<std::uint16_t> out(x.size());
+      TERN_EXPECT_LAUNCHED(launch_round_activations(d_x.data(), 3, 96, type, out.data(), nullptr));
+      const std::vector<std::uint16_t> got = out.download();
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::uint16_t want = type == TensorType::bf16 ? f32_to_bf16(x[i]) : f32_to_f16(x[i]);
+        ASSERT_EQ(got[i], want) << "x[" << i << "] = " << x[i];
+      }
+    });
+  }
+}
+
+TEST(CudaRoundActivations, RefusesOtherTypesAndBadPointers) {
+  TERN_REQUIRE_DEVICE();
+  DeviceArray<float> x(64);
+  DeviceArray<std::uint16_t> out(64);
+  const std::vector<std::uint16_t> before = out.download();
+  EXPECT_EQ(launch_round_activations(x.data(), 2, 32, TensorType::f32, out.data(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_round_activations(x.data(), 2, 32, TensorType::q8_0, out.data(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_round_activations(x.data(), -1, 32, TensorType::bf16, out.data(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_round_activations(nullptr, 2, 32, TensorType::bf16, out.data(), nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_round_activations(x.data(), 2, 32, TensorType::f16, nullptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing was launched
+  const std::vector<std::uint16_t> after = out.download();
+  EXPECT_EQ(after, before);
 }
 
 }  // namespace

@@ -48,6 +48,8 @@ Expected<CudaBatchOps> CudaBatchOps::create(DeviceRuntime& runtime,
   const std::uint64_t quantized_offset = total;
   total += aligned(static_cast<std::uint64_t>(buffers.max_tokens) *
                    (widest / kernels::cuda::kQ8_1Block + 1) * sizeof(kernels::cuda::BlockQ8_1));
+  const std::uint64_t rounded_offset = total;
+  total += aligned(static_cast<std::uint64_t>(buffers.max_tokens) * widest * sizeof(std::uint16_t));
   const std::uint64_t gathered_offset = total;
   if (ops.communicator_ != nullptr) {
     total += aligned(static_cast<std::uint64_t>(ops.communicator_->ranks()) *
@@ -70,6 +72,7 @@ Expected<CudaBatchOps> CudaBatchOps::create(DeviceRuntime& runtime,
     ops.activations_[a] = reinterpret_cast<float*>(base + offsets[static_cast<std::size_t>(a)]);
   }
   ops.quantized_ = reinterpret_cast<kernels::cuda::BlockQ8_1*>(base + quantized_offset);
+  ops.rounded_ = reinterpret_cast<std::uint16_t*>(base + rounded_offset);
   if (ops.communicator_ != nullptr) {
     ops.gathered_ = reinterpret_cast<float*>(base + gathered_offset);
   }
@@ -181,11 +184,20 @@ void CudaBatchOps::matmul(std::int32_t layer, std::span<const MatmulOutput> grou
   const auto launch = tokens <= kGemvMaxTokens ? kernels_->gemv : kernels_->gemm;
   const std::string_view name = tokens <= kGemvMaxTokens ? "gemv" : "gemm";
   for (const MatmulOutput& member : group) {
-    if (!check(launch(weights_->matrix(layer, member.weight), input, tokens, buffer(member.out),
-                      stream_.handle),
-               name)) {
-      return;
+    const kernels::cuda::DeviceWeights& w = weights_->matrix(layer, member.weight);
+    // BF16 and F16 on tensor cores multiply the input rounded to their type: rounded once for the
+    // group, again only where a member of the other type follows (the launches are in stream
+    // order, so the earlier ones have read it).
+    if (kernels::cuda::uses_float_mma(w) && input.rounded_type != w.type) {
+      if (!check(kernels_->round_activations(buffer(in), tokens, static_cast<int>(width(in)),
+                                             w.type, rounded_, stream_.handle),
+                 "round_activations")) {
+        return;
+      }
+      input.rounded = rounded_;
+      input.rounded_type = w.type;
     }
+    if (!check(launch(w, input, tokens, buffer(member.out), stream_.handle), name)) return;
   }
 }
 

@@ -98,7 +98,9 @@ class CudaBatchOps final : public BatchOps, public ActivationReader {
   Communicator* communicator_ = nullptr;  // null: one device
   float* gathered_ = nullptr;             // [ranks][max_tokens][hidden]: every rank's partial rows
   kernels::cuda::BlockQ8_1* quantized_ = nullptr;  // the current matmul input as Q8_1
-  float* attention_workspace_ = nullptr;           // decode's per-partition partials
+  std::uint16_t* rounded_ =
+      nullptr;  // ... rounded to BF16 or F16 (kernels/cuda/round_activations.h)
+  float* attention_workspace_ = nullptr;  // decode's per-partition partials
   std::size_t attention_workspace_bytes_ = 0;
 
   DevicePlanView plan_;

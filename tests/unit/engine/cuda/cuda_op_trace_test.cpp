@@ -33,18 +33,13 @@ class CudaOpTrace : public ::testing::TestWithParam<const char*> {};
 TEST_P(CudaOpTrace, EveryOpMatchesTheCpuBackend) {
   TERN_REQUIRE_CUDA_TEST_BACKEND(kind);
   TERN_REQUIRE_SHARED(model_path, GetParam());
-  auto weights = load_model(model_path.string());
-  ASSERT_TRUE(weights.ok()) << weights.error().message;
-  kernels::ThreadPool pool(1);
-  auto cpu = create_backend(spec_of(BackendKind::cpu), *weights, pool);
-  ASSERT_TRUE(cpu.ok()) << cpu.error().message;
-  auto cuda = create_backend(spec_of(kind), *weights, pool);
-  ASSERT_TRUE(cuda.ok()) << cuda.error().message;
+  SideBySide backends(model_path.string(), kind);
+  ASSERT_TRUE(backends.error.empty()) << backends.error;
 
-  const std::vector<RecordedOp> expected = record_op_trace(**cpu);
-  const std::vector<RecordedOp> actual = record_op_trace(**cuda);
+  const std::vector<RecordedOp> expected = record_op_trace(*backends.cpu);
+  const std::vector<RecordedOp> actual = record_op_trace(*backends.cuda);
   const OpTraceComparison compared =
-      compare_op_traces(*weights, expected, actual, kind_name, kOpTolerance);
+      compare_op_traces(*backends.weights, expected, actual, kind_name, kOpTolerance);
   ASSERT_TRUE(compared.failure.empty()) << GetParam() << ": " << compared.failure;
   if (!compared.requantization.empty()) {
     std::printf("%s: %s\n", GetParam(), compared.requantization.c_str());

@@ -6,12 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/backend/backend_factory.h"
 #include "engine/batch_plan.h"
+#include "engine/model/model_weights.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tern::engine::mixed_steps {
 
@@ -26,6 +31,34 @@ inline BackendSpec spec_of(BackendKind kind) {
   spec.options = {.max_sequences = 4, .max_batch_tokens = 32, .max_context = kMaxContext};
   return spec;
 }
+
+// A model and its CPU backend beside the CUDA backend of `kind`, both with spec_of's options;
+// `error` says what failed to load or to be created, and is empty when all are there.
+struct SideBySide {
+  SideBySide(const std::string& model, BackendKind kind) {
+    auto loaded = load_model(model);
+    if (!loaded.ok()) {
+      error = model + ": " + loaded.error().message;
+      return;
+    }
+    weights = std::make_unique<ModelWeights>(std::move(*loaded));
+    for (auto [backend, backend_kind] :
+         {std::pair{&cpu, BackendKind::cpu}, std::pair{&cuda, kind}}) {
+      auto created = create_backend(spec_of(backend_kind), *weights, pool);
+      if (!created.ok()) {
+        error = model + ": " + created.error().message;
+        return;
+      }
+      *backend = std::move(*created);
+    }
+  }
+
+  kernels::ThreadPool pool{1};  // first, so it outlives the backends
+  std::unique_ptr<ModelWeights> weights;
+  std::unique_ptr<Backend> cpu;
+  std::unique_ptr<Backend> cuda;
+  std::string error;
+};
 
 // One sequence's part of a step: `count` tokens from `first`, logits wanted or not.
 struct Part {
