@@ -1,5 +1,8 @@
 #include "kernels/cuda/paged_attention.h"
 
+#include <algorithm>
+
+#include "kernels/cuda/attention_mma_kernel.cuh"
 #include "kernels/cuda/cuda_namespace.h"
 #include "kernels/cuda/kernel_table.h"
 #include "kernels/cuda/paged_attention_kernel.cuh"
@@ -13,10 +16,20 @@ int splits_for(int keys) {
   return (keys + kAttentionSplit - 1) / kAttentionSplit;
 }
 
-// Blocks that share one KV head's query heads (a GQA group over kAttentionVectors heads).
+bool uses_mma(const PagedAttentionArgs& a) {
+  return attention_uses_mma(a.layout.type, a.layout.head_dim);
+}
+
+// Query heads of one KV head a block takes at a time: kMmaAttentionVectors on tensor cores (a
+// warp's m16 tile), kAttentionVectors on CUDA cores.
+int pass_heads(const PagedAttentionArgs& a) {
+  return uses_mma(a) ? kMmaAttentionVectors : kAttentionVectors;
+}
+
+// Blocks that share one KV head's query heads (a GQA group over pass_heads heads).
 int head_passes(const PagedAttentionArgs& a) {
   const int group = a.n_heads / a.layout.n_kv_heads;
-  return (group + kAttentionVectors - 1) / kAttentionVectors;
+  return (group + pass_heads(a) - 1) / pass_heads(a);
 }
 
 // What both launchers require of their arguments.
@@ -49,13 +62,30 @@ AttentionParams params_for(const PagedAttentionArgs& a, int rows_per_block, int 
           max_splits};
 }
 
+// The tensor-core kernel where attention_uses_mma holds (decode: one warp, prefill: two), the
+// CUDA-core kernel otherwise; one choice per cache layout for decode and prefill alike, so that
+// their rows agree bit for bit.
 template <int kHeadDim, KvType kType>
 void launch_typed(dim3 grid, const PagedAttentionArgs& a, const std::int32_t* query_starts,
                   float* partial_max, float* partial_sum, float* partial_acc,
                   const AttentionParams& params, cudaStream_t stream) {
-  TERN_LAUNCH((paged_attention_kernel<kHeadDim, kType>), grid, kAttentionThreads, 0, stream, a.q,
-              a.out, query_starts, a.context_lens, a.block_tables, a.k_pool, a.v_pool, partial_max,
-              partial_sum, partial_acc, params);
+  if constexpr (attention_uses_mma(kType, kHeadDim)) {
+    if (query_starts == nullptr) {
+      TERN_LAUNCH((attention_mma_kernel<kHeadDim, kType, kMmaAttentionDecodeWarps, true>), grid,
+                  32 * kMmaAttentionDecodeWarps, 0, stream, a.q, a.out, query_starts,
+                  a.context_lens, a.block_tables, a.k_pool, a.v_pool, partial_max, partial_sum,
+                  partial_acc, params);
+    } else {
+      TERN_LAUNCH((attention_mma_kernel<kHeadDim, kType, kMmaAttentionPrefillWarps, false>), grid,
+                  32 * kMmaAttentionPrefillWarps, 0, stream, a.q, a.out, query_starts,
+                  a.context_lens, a.block_tables, a.k_pool, a.v_pool, partial_max, partial_sum,
+                  partial_acc, params);
+    }
+  } else {
+    TERN_LAUNCH((paged_attention_kernel<kHeadDim, kType>), grid, kAttentionThreads, 0, stream, a.q,
+                a.out, query_starts, a.context_lens, a.block_tables, a.k_pool, a.v_pool,
+                partial_max, partial_sum, partial_acc, params);
+  }
 }
 
 template <int kHeadDim>
@@ -149,7 +179,9 @@ cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
     return cudaErrorInvalidValue;
   if (args.n_seqs == 0) return cudaSuccess;
   const int group = args.n_heads / args.layout.n_kv_heads;
-  const int rows_per_block = group < kAttentionVectors ? kAttentionVectors / group : 1;
+  const int block_vectors =
+      uses_mma(args) ? kMmaAttentionVectors * kMmaAttentionPrefillWarps : kAttentionVectors;
+  const int rows_per_block = block_vectors / std::min(group, pass_heads(args));
   const AttentionParams params = params_for(args, rows_per_block, 0);
   const dim3 grid(static_cast<unsigned>((max_q_len + rows_per_block - 1) / rows_per_block),
                   static_cast<unsigned>(args.layout.n_kv_heads * head_passes(args)),
@@ -158,32 +190,33 @@ cudaError_t launch_paged_attention_prefill(const PagedAttentionArgs& args,
   return cudaGetLastError();
 }
 
-// Every instantiation CompiledHeadDims launches.
+// Every instantiation CompiledHeadDims launches: the CUDA-core kernel for F32 caches and the head
+// dims that are not 16-value steps, the tensor-core kernels, decode's and prefill's, for the rest.
+#define TERN_ATTENTION_MMA_ENTRIES(head_dim, type)                                     \
+  TERN_KERNEL_ENTRY(                                                                   \
+      (attention_mma_kernel<head_dim, KvType::type, kMmaAttentionDecodeWarps, true>)), \
+      TERN_KERNEL_ENTRY(                                                               \
+          (attention_mma_kernel<head_dim, KvType::type, kMmaAttentionPrefillWarps, false>))
 TERN_KERNEL_TABLE_PART(paged_attention,
                        TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<16, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::f32>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::f16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<24, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<32, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::f32>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::f16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<40, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<64, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<80, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<96, KvType::bf16>)),
                        TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::f32>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::f16>)),
-                       TERN_KERNEL_ENTRY((paged_attention_kernel<128, KvType::bf16>)),
-                       TERN_KERNEL_ENTRY(paged_attention_merge_kernel))
+                       TERN_KERNEL_ENTRY(paged_attention_merge_kernel),
+                       TERN_ATTENTION_MMA_ENTRIES(16, f16), TERN_ATTENTION_MMA_ENTRIES(16, bf16),
+                       TERN_ATTENTION_MMA_ENTRIES(32, f16), TERN_ATTENTION_MMA_ENTRIES(32, bf16),
+                       TERN_ATTENTION_MMA_ENTRIES(64, f16), TERN_ATTENTION_MMA_ENTRIES(64, bf16),
+                       TERN_ATTENTION_MMA_ENTRIES(80, f16), TERN_ATTENTION_MMA_ENTRIES(80, bf16),
+                       TERN_ATTENTION_MMA_ENTRIES(96, f16), TERN_ATTENTION_MMA_ENTRIES(96, bf16),
+                       TERN_ATTENTION_MMA_ENTRIES(128, f16), TERN_ATTENTION_MMA_ENTRIES(128, bf16))
+#undef TERN_ATTENTION_MMA_ENTRIES
 
 TERN_CUDA_NAMESPACE_END

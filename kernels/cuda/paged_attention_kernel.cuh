@@ -83,6 +83,54 @@ __device__ __forceinline__ long long attention_max_context(const AttentionParams
   return one_split_per_block && partitions < reach ? partitions : reach;
 }
 
+// What one thread block of either attention kernel (this one, attention_mma_kernel.cuh) works
+// on, from its grid position: blockIdx.x picks rows, blockIdx.y = kv_head + n_kv_heads * (pass +
+// head_passes * partition), blockIdx.z is the sequence; a pass takes `pass_heads` query heads.
+// query_starts null: one query row per sequence, row `sequence` of q (decode). `active` is false
+// for a block with nothing to do: no rows here, a context past the launch's bounds (its rows are
+// left unwritten), or a partition past its keys.
+struct AttentionBlock {
+  bool active;
+  int sequence, kv_head, first_head, heads;
+  int q_begin, first_row, rows, vectors;
+  int first_position;  // of the block's first row
+  int block_keys;      // keys the block's last row attends to
+  int split_begin, split_end;
+};
+
+__device__ __forceinline__ AttentionBlock attention_block(const AttentionParams& p,
+                                                          const int* query_starts,
+                                                          const int* context_lens, int pass_heads,
+                                                          bool one_split_per_block) {
+  AttentionBlock b{};
+  b.sequence = blockIdx.z;
+  const int group = p.n_heads / p.n_kv_heads;
+  b.kv_head = blockIdx.y % p.n_kv_heads;
+  const int pass = blockIdx.y / p.n_kv_heads % p.head_passes;
+  b.first_head = b.kv_head * group + pass * pass_heads;
+  b.heads = min(pass_heads, group - pass * pass_heads);
+  b.q_begin = query_starts != nullptr ? query_starts[b.sequence] : b.sequence;
+  const int q_len = query_starts != nullptr ? query_starts[b.sequence + 1] - b.q_begin : 1;
+  const int context = context_lens[b.sequence];
+  b.first_row = blockIdx.x * p.rows_per_block;
+  if (q_len <= 0 || q_len > context || b.first_row >= q_len) return b;
+  if (context > attention_max_context(p, one_split_per_block)) return b;
+  b.rows = min(p.rows_per_block, q_len - b.first_row);
+  b.vectors = b.rows * b.heads;
+  b.first_position = context - q_len + b.first_row;
+  b.block_keys = b.first_position + b.rows;
+  const int block_splits = (b.block_keys + kAttentionSplit - 1) / kAttentionSplit;
+  b.split_begin = 0;
+  b.split_end = block_splits;
+  if (one_split_per_block) {
+    b.split_begin = blockIdx.y / p.n_kv_heads / p.head_passes;
+    if (b.split_begin >= block_splits) return b;
+    b.split_end = b.split_begin + 1;
+  }
+  b.active = true;
+  return b;
+}
+
 // Element i of a 16-byte chunk of a K or V row, widened to float.
 template <KvType kType>
 __device__ __forceinline__ float kv_chunk_element(uint4 chunk, int i) {
@@ -98,9 +146,10 @@ __device__ __forceinline__ float kv_chunk_element(uint4 chunk, int i) {
 
 // Blocks per SM the register budget is set for: five (20 warps to keep loads in flight) is what
 // the shared memory of the largest head dim allows on sm_90; f32 rows need more registers to
-// stage, and spill at five. (With the block size alone ptxas aimed at 128 registers and spilled.)
+// stage, and spill at four (F32 caches run here only in the kernel tests: the CUDA backend
+// refuses them). (With the block size alone ptxas aimed at 128 registers and spilled.)
 template <KvType kType>
-inline constexpr int kAttentionBlocksPerSm = kType == KvType::f32 ? 4 : 5;
+inline constexpr int kAttentionBlocksPerSm = kType == KvType::f32 ? 3 : 5;
 
 // One block of kAttentionThreads per (query rows, KV head and head pass, sequence): blockIdx.x
 // picks rows, blockIdx.y = kv_head + n_kv_heads * (pass + head_passes * partition), blockIdx.z is
@@ -140,32 +189,16 @@ __global__ void __launch_bounds__(kAttentionThreads, kAttentionBlocksPerSm<kType
   TERN_SHARED(float, old_weight_of, kAttentionVectors);
   TERN_SHARED(float, new_weight_of, kAttentionVectors);
 
-  const int sequence = blockIdx.z;
-  const int group = p.n_heads / p.n_kv_heads;
-  const int kv_head = blockIdx.y % p.n_kv_heads;
-  const int pass = blockIdx.y / p.n_kv_heads % p.head_passes;
-  const int first_head = kv_head * group + pass * kAttentionVectors;
-  const int heads = min(kAttentionVectors, group - pass * kAttentionVectors);
   const bool one_split_per_block = partial_acc != nullptr;
-  const int q_begin = query_starts != nullptr ? query_starts[sequence] : sequence;
-  const int q_len = query_starts != nullptr ? query_starts[sequence + 1] - q_begin : 1;
-  const int context = context_lens[sequence];
-  const int first_row = blockIdx.x * p.rows_per_block;
-  if (q_len <= 0 || q_len > context || first_row >= q_len) return;
-  if (context > attention_max_context(p, one_split_per_block)) return;  // left unwritten
-  const int rows = min(p.rows_per_block, q_len - first_row);
-  const int vectors = rows * heads;
-  const int first_position = context - q_len + first_row;
-  const int block_keys = first_position + rows;  // keys the block's last row attends to
-  const int block_splits = (block_keys + kAttentionSplit - 1) / kAttentionSplit;
+  const AttentionBlock block =
+      attention_block(p, query_starts, context_lens, kAttentionVectors, one_split_per_block);
+  if (!block.active) return;
+  const int sequence = block.sequence, kv_head = block.kv_head, first_head = block.first_head;
+  const int heads = block.heads, q_begin = block.q_begin, first_row = block.first_row;
+  const int vectors = block.vectors, first_position = block.first_position,
+            block_keys = block.block_keys;
   const int block_tiles = (block_keys + kAttentionTile - 1) / kAttentionTile;
-  int split_begin = 0;
-  int split_end = block_splits;
-  if (one_split_per_block) {
-    split_begin = blockIdx.y / p.n_kv_heads / p.head_passes;
-    if (split_begin >= block_splits) return;
-    split_end = split_begin + 1;
-  }
+  const int split_begin = block.split_begin, split_end = block.split_end;
   const int* block_table = block_tables + static_cast<long long>(sequence) * p.max_blocks_per_seq;
   const long long block_bytes =
       static_cast<long long>(p.n_kv_heads) * p.block_size * kHeadDim * kElementBytes;

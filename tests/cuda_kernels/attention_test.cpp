@@ -1,5 +1,7 @@
-// The paged attention kernels (kernels/cuda/paged_attention_kernel.cuh) through their launchers,
-// against the CPU kernel paged_attention_scalar on the same cache bytes, under every schedule:
+// The paged attention kernels (kernels/cuda/paged_attention_kernel.cuh on CUDA cores for F32
+// caches and head dims 24 and 40, attention_mma_kernel.cuh on tensor cores for F16 and BF16 caches
+// at head dims 16, 32, 64, 80, 96 and 128) through their launchers, against the CPU kernel
+// paged_attention_scalar on the same cache bytes, under every schedule:
 // head dims, GQA ratios, block sizes, KV types, contexts from 1 to 4096, batches of 1 to 64; batch
 // invariance, prefill rows equal to decode rows bit for bit, chunked prefill equal to one chunk.
 
@@ -22,12 +24,14 @@ namespace {
 
 using cuda_test::DeviceArray;
 
-// The GPU kernel computes each 256-position partition's softmax on its own and folds the
+// The GPU kernels compute each 256-position partition's softmax on its own and fold the
 // partitions, where the CPU carries one softmax over all tiles: the same float32 terms summed in
 // another grouping (and, on a GPU, expf within 2 ulp and fused multiply-adds). Outputs are
 // weighted means of V values in [-1, 1], so the difference is a few float32 ulps of 1. On the
-// emulator a row of at most 256 keys runs the CPU kernel's exact operation sequence and matches it
-// bit for bit; the tolerance covers the folded rows and a real GPU.
+// emulator a row of at most 256 keys on CUDA cores runs the CPU kernel's exact operation sequence
+// and matches it bit for bit. The tensor-core kernel multiplies Q and P as two 16-bit halves each
+// (22 bits kept for F16, 16 for BF16) and sums in mma order: about 1e-6 here. The tolerance covers
+// both and a real GPU.
 constexpr float kTolerance = 2e-5f;
 
 std::vector<float> random_floats(std::size_t n, float range, std::mt19937& random) {
