@@ -302,7 +302,7 @@ section_e2e() {
       runs=("-p 512,4096 -n 128 -r 2 --op-profile" "-p 16 -n 128 -r 2 --no-cuda-graphs"
         "-p 128 -n 64 -r 1 --batch 1,16,64")
     else
-      runs=("-p 512 -n 128 -r 2")
+      runs=("-p 512,4096 -n 128 -r 2")
     fi
     local run
     for run in "${runs[@]}"; do

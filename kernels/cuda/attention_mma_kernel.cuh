@@ -98,10 +98,13 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   constexpr int kDimTiles = kHeadDim / 8;   // n8 tiles of O
   constexpr int kKeyTiles = kKeys / 8;      // n8 tiles of S
   constexpr int kTilesPerSplit = kAttentionSplit / kKeys;
+  // Decode stages the next tile while it computes one (a single warp is latency-bound); prefill's
+  // two warps fill the shared memory with one stage already at head dim 128.
+  constexpr int kStages = kOneSplitPerBlock ? 2 : 1;
   TERN_SHARED_ALIGNED(unsigned short, q_hi, kVectors* kStride, 16);
   TERN_SHARED_ALIGNED(unsigned short, q_lo, kVectors* kStride, 16);
-  TERN_SHARED_ALIGNED(unsigned short, k_tile, kKeys* kStride, 16);
-  TERN_SHARED_ALIGNED(unsigned short, v_tile, kKeys* kStride, 16);
+  TERN_SHARED_ALIGNED(unsigned short, k_tile, kStages* kKeys* kStride, 16);
+  TERN_SHARED_ALIGNED(unsigned short, v_tile, kStages* kKeys* kStride, 16);
 
   const AttentionBlock block =
       attention_block(p, kOneSplitPerBlock ? nullptr : query_starts, context_lens,
@@ -171,20 +174,22 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       for (int i = 0; i < 4; ++i) acc[d][i] = 0.0f;
     }
     const int tile_end = min((split + 1) * kTilesPerSplit, block_tiles);
-    for (int tile = split * kTilesPerSplit; tile < tile_end; ++tile) {
+    // Tile `tile`'s K and V into its slot, as one group of copies; keys past the block's are
+    // zeros, so that P = 0 times V adds nothing.
+    const auto stage = [&](int tile) {
       const int tile_start = tile * kKeys;
       const int tile_keys = min(kKeys, block.block_keys - tile_start);
-      __syncthreads();  // the previous tile is consumed (and, the first time, q is staged)
+      const int slot = tile % kStages * kKeys * kStride;
       for (int c = threadIdx.x; c < kKeys * kChunks; c += kThreads) {
         const int key = c / kChunks, chunk = c % kChunks;
-        const int at = key * kStride + chunk * 8;
+        const int at = slot + key * kStride + chunk * 8;
         if (key < tile_keys) {
           const long long offset = chunk_offset(tile_start + key, chunk);
           cp_async<16, AsyncCache::global_only>(k_tile, at,
                                                 static_cast<const unsigned char*>(k_pool) + offset);
           cp_async<16, AsyncCache::global_only>(v_tile, at,
                                                 static_cast<const unsigned char*>(v_pool) + offset);
-        } else {  // past the keys: zeros, so that P = 0 times V adds nothing
+        } else {
           TERN_ATTENTION_UNROLL
           for (int e = 0; e < 8; ++e) {
             k_tile[at + e] = 0;
@@ -193,97 +198,117 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         }
       }
       cp_async_commit_group();
-      cp_async_wait_group<0>();
-      __syncthreads();
-      if (!warp_works) continue;
-
-      // S = Q Kᵀ, each q as hi then lo; ldmatrix rows: lane l gives row l % 8 of matrix l / 8.
-      MmaAccF32 s[kKeyTiles];
-      TERN_ATTENTION_UNROLL
-      for (int j = 0; j < kKeyTiles; ++j) {
-        TERN_ATTENTION_UNROLL
-        for (int i = 0; i < 4; ++i) s[j][i] = 0.0f;
+    };
+    __syncthreads();  // the previous partition's tiles are consumed (and, the first time, q staged)
+    if constexpr (kStages == 2) stage(split * kTilesPerSplit);
+    for (int tile = split * kTilesPerSplit; tile < tile_end; ++tile) {
+      const int tile_start = tile * kKeys;
+      if constexpr (kStages == 2) {
+        // Into the slot the previous iteration read, behind its closing barrier.
+        if (tile + 1 < tile_end) {
+          stage(tile + 1);
+        } else {
+          cp_async_commit_group();  // an empty group, so that one wait fits every iteration
+        }
+        cp_async_wait_group<1>();  // this thread's copies of `tile` have landed
+      } else {
+        stage(tile);
+        cp_async_wait_group<0>();
       }
-      TERN_ATTENTION_UNROLL
-      for (int step = 0; step < kDimSteps; ++step) {
-        const int a_at =
-            (warp_vector + lane % 8 + 8 * (lane / 8 % 2)) * kStride + 16 * step + 8 * (lane / 16);
-        MmaA16 a_hi, a_lo;
-        ldmatrix<4>(a_hi, q_hi, a_at);
-        ldmatrix<4>(a_lo, q_lo, a_at);
+      __syncthreads();  // and every thread's
+      const int slot = tile % kStages * kKeys * kStride;
+      if (warp_works) {
+        // S = Q Kᵀ, each q as hi then lo; ldmatrix rows: lane l gives row l % 8 of matrix l / 8.
+        MmaAccF32 s[kKeyTiles];
         TERN_ATTENTION_UNROLL
         for (int j = 0; j < kKeyTiles; ++j) {
-          MmaB16 b;
-          ldmatrix<2>(b, k_tile, (8 * j + lane % 8) * kStride + 16 * step + 8 * (lane / 8 % 2));
-          mma_m16n8k16<kMma>(s[j], a_hi, b, s[j]);
-          mma_m16n8k16<kMma>(s[j], a_lo, b, s[j]);
+          TERN_ATTENTION_UNROLL
+          for (int i = 0; i < 4; ++i) s[j][i] = 0.0f;
         }
-      }
+        TERN_ATTENTION_UNROLL
+        for (int step = 0; step < kDimSteps; ++step) {
+          const int a_at =
+              (warp_vector + lane % 8 + 8 * (lane / 8 % 2)) * kStride + 16 * step + 8 * (lane / 16);
+          MmaA16 a_hi, a_lo;
+          ldmatrix<4>(a_hi, q_hi, a_at);
+          ldmatrix<4>(a_lo, q_lo, a_at);
+          TERN_ATTENTION_UNROLL
+          for (int j = 0; j < kKeyTiles; ++j) {
+            MmaB16 b;
+            ldmatrix<2>(b, k_tile,
+                        slot + (8 * j + lane % 8) * kStride + 16 * step + 8 * (lane / 8 % 2));
+            mma_m16n8k16<kMma>(s[j], a_hi, b, s[j]);
+            mma_m16n8k16<kMma>(s[j], a_lo, b, s[j]);
+          }
+        }
 
-      // Element i of s[j]: row h = i / 2 of this lane, key tile_start + 8 j + 2 quad_col + i % 2.
-      float tile_max[2] = {-INFINITY, -INFINITY};
-      TERN_ATTENTION_UNROLL
-      for (int j = 0; j < kKeyTiles; ++j) {
+        // Element i of s[j]: row h = i / 2 of this lane, key tile_start + 8 j + 2 quad_col + i % 2.
+        float tile_max[2] = {-INFINITY, -INFINITY};
         TERN_ATTENTION_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          const int key = tile_start + 8 * j + 2 * quad_col + i % 2;
-          s[j][i] = key < row_keys[i / 2] ? __fmul_rn(s[j][i], p.scale) : -INFINITY;
-          tile_max[i / 2] = fmaxf(tile_max[i / 2], s[j][i]);
+        for (int j = 0; j < kKeyTiles; ++j) {
+          TERN_ATTENTION_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            const int key = tile_start + 8 * j + 2 * quad_col + i % 2;
+            s[j][i] = key < row_keys[i / 2] ? __fmul_rn(s[j][i], p.scale) : -INFINITY;
+            tile_max[i / 2] = fmaxf(tile_max[i / 2], s[j][i]);
+          }
         }
-      }
-      float correction[2];
-      float base[2];
-      TERN_ATTENTION_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
-        tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
-        const float new_max = fmaxf(running_max[h], tile_max[h]);
-        correction[h] =
-            running_max[h] == -INFINITY ? 0.0f : expf(__fsub_rn(running_max[h], new_max));
-        base[h] = new_max == -INFINITY ? 0.0f : new_max;
-        running_max[h] = new_max;
-      }
-      float tile_sum[2] = {0.0f, 0.0f};
-      TERN_ATTENTION_UNROLL
-      for (int j = 0; j < kKeyTiles; ++j) {
+        float correction[2];
+        float base[2];
         TERN_ATTENTION_UNROLL
-        for (int i = 0; i < 4; ++i) {
-          s[j][i] = expf(__fsub_rn(s[j][i], base[i / 2]));
-          tile_sum[i / 2] += s[j][i];
+        for (int h = 0; h < 2; ++h) {
+          tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 1));
+          tile_max[h] = fmaxf(tile_max[h], __shfl_xor_sync(0xffffffffu, tile_max[h], 2));
+          const float new_max = fmaxf(running_max[h], tile_max[h]);
+          correction[h] =
+              running_max[h] == -INFINITY ? 0.0f : expf(__fsub_rn(running_max[h], new_max));
+          base[h] = new_max == -INFINITY ? 0.0f : new_max;
+          running_max[h] = new_max;
         }
-      }
-      TERN_ATTENTION_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        tile_sum[h] += __shfl_xor_sync(0xffffffffu, tile_sum[h], 1);
-        tile_sum[h] += __shfl_xor_sync(0xffffffffu, tile_sum[h], 2);
-        running_sum[h] = __fmaf_rn(running_sum[h], correction[h], tile_sum[h]);
-      }
-      TERN_ATTENTION_UNROLL
-      for (int d = 0; d < kDimTiles; ++d) {
+        float tile_sum[2] = {0.0f, 0.0f};
         TERN_ATTENTION_UNROLL
-        for (int i = 0; i < 4; ++i) acc[d][i] = __fmul_rn(acc[d][i], correction[i / 2]);
-      }
-
-      // O += P V, each p as hi then lo. S's n8 tiles 2 k and 2 k + 1 are the A fragment of keys
-      // 16 k .. 16 k + 15; V comes transposed: register m of lane l holds keys 16 k + 8 m +
-      // 2 (l % 4) and + 1 at dim 8 d + l / 4, the B fragment.
-      TERN_ATTENTION_UNROLL
-      for (int k = 0; k < kKeys / 16; ++k) {
-        MmaA16 p_hi, p_lo;
+        for (int j = 0; j < kKeyTiles; ++j) {
+          TERN_ATTENTION_UNROLL
+          for (int i = 0; i < 4; ++i) {
+            s[j][i] = expf(__fsub_rn(s[j][i], base[i / 2]));
+            tile_sum[i / 2] += s[j][i];
+          }
+        }
         TERN_ATTENTION_UNROLL
-        for (int r = 0; r < 4; ++r) {
-          const MmaAccF32& part = s[2 * k + r / 2];
-          p_hi[r] = split_pair<kType>(part[2 * (r % 2)], part[2 * (r % 2) + 1], false);
-          p_lo[r] = split_pair<kType>(part[2 * (r % 2)], part[2 * (r % 2) + 1], true);
+        for (int h = 0; h < 2; ++h) {
+          tile_sum[h] += __shfl_xor_sync(0xffffffffu, tile_sum[h], 1);
+          tile_sum[h] += __shfl_xor_sync(0xffffffffu, tile_sum[h], 2);
+          running_sum[h] = __fmaf_rn(running_sum[h], correction[h], tile_sum[h]);
         }
         TERN_ATTENTION_UNROLL
         for (int d = 0; d < kDimTiles; ++d) {
-          MmaB16 b;
-          ldmatrix<2, true>(b, v_tile, (16 * k + 8 * (lane / 8 % 2) + lane % 8) * kStride + 8 * d);
-          mma_m16n8k16<kMma>(acc[d], p_hi, b, acc[d]);
-          mma_m16n8k16<kMma>(acc[d], p_lo, b, acc[d]);
+          TERN_ATTENTION_UNROLL
+          for (int i = 0; i < 4; ++i) acc[d][i] = __fmul_rn(acc[d][i], correction[i / 2]);
+        }
+
+        // O += P V, each p as hi then lo. S's n8 tiles 2 k and 2 k + 1 are the A fragment of keys
+        // 16 k .. 16 k + 15; V comes transposed: register m of lane l holds keys 16 k + 8 m +
+        // 2 (l % 4) and + 1 at dim 8 d + l / 4, the B fragment.
+        TERN_ATTENTION_UNROLL
+        for (int k = 0; k < kKeys / 16; ++k) {
+          MmaA16 p_hi, p_lo;
+          TERN_ATTENTION_UNROLL
+          for (int r = 0; r < 4; ++r) {
+            const MmaAccF32& part = s[2 * k + r / 2];
+            p_hi[r] = split_pair<kType>(part[2 * (r % 2)], part[2 * (r % 2) + 1], false);
+            p_lo[r] = split_pair<kType>(part[2 * (r % 2)], part[2 * (r % 2) + 1], true);
+          }
+          TERN_ATTENTION_UNROLL
+          for (int d = 0; d < kDimTiles; ++d) {
+            MmaB16 b;
+            ldmatrix<2, true>(b, v_tile,
+                              slot + (16 * k + 8 * (lane / 8 % 2) + lane % 8) * kStride + 8 * d);
+            mma_m16n8k16<kMma>(acc[d], p_hi, b, acc[d]);
+            mma_m16n8k16<kMma>(acc[d], p_lo, b, acc[d]);
+          }
         }
       }
+      __syncthreads();  // the slot is consumed before a later stage() copies over it
     }
     if (!warp_works) continue;
 
