@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(Tile::kThreads, 1)
   const int count = min(Tile::kTokens, tokens - token0);
   const int steps = (cols + Tile::kStageCols - 1) / Tile::kStageCols;
 
-  // Half `index` of staged row r's segment `segment` in stage slot `slot`.
+  // Where segment `segment` of staged row r in stage slot `slot` starts, in halves.
   const auto at = [](int slot, int r, int segment) {
     const int swizzle = r * Tile::kSegments / 8 % Tile::kSegments;
     return slot * Tile::kStageHalves + r * Tile::kStageCols + 8 * (segment ^ swizzle);
