@@ -62,16 +62,18 @@ __device__ __forceinline__ float widen_kv(unsigned short bits) {
   }
 }
 
-// Two values as a register of two 16-bit elements, x0 in the low half: hi = round(x), and lo =
-// round(x - hi) when `low` is set.
+// One half of x split in two 16-bit values: hi = round(x), or with `low` lo = round(x - hi).
+template <KvType kType>
+__device__ __forceinline__ unsigned short split_half(float x, bool low) {
+  const unsigned short hi = round_to_kv<kType>(x);
+  return low ? round_to_kv<kType>(__fsub_rn(x, widen_kv<kType>(hi))) : hi;
+}
+
+// split_half of two values as one register, x0 in the low 16 bits.
 template <KvType kType>
 __device__ __forceinline__ std::uint32_t split_pair(float x0, float x1, bool low) {
-  unsigned short h0 = round_to_kv<kType>(x0), h1 = round_to_kv<kType>(x1);
-  if (low) {
-    h0 = round_to_kv<kType>(__fsub_rn(x0, widen_kv<kType>(h0)));
-    h1 = round_to_kv<kType>(__fsub_rn(x1, widen_kv<kType>(h1)));
-  }
-  return static_cast<std::uint32_t>(h0) | static_cast<std::uint32_t>(h1) << 16;
+  return static_cast<std::uint32_t>(split_half<kType>(x0, low)) |
+         static_cast<std::uint32_t>(split_half<kType>(x1, low)) << 16;
 }
 
 // Blocks as paged_attention_kernel's, with kMmaAttentionVectors heads per pass and kWarps warps:
@@ -129,9 +131,8 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       value = q[row * p.q_stride +
                 static_cast<long long>(block.first_head + v % block.heads) * kHeadDim + d];
     }
-    const unsigned short hi = round_to_kv<kType>(value);
-    q_hi[v * kStride + d] = hi;
-    q_lo[v * kStride + d] = round_to_kv<kType>(__fsub_rn(value, widen_kv<kType>(hi)));
+    q_hi[v * kStride + d] = split_half<kType>(value, false);
+    q_lo[v * kStride + d] = split_half<kType>(value, true);
   }
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
