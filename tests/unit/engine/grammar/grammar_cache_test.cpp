@@ -212,9 +212,11 @@ TEST(GrammarCache, CompileThreadsRunAtTheNiceValueGiven) {
 }
 
 // A compile that waits for a thread and then does not get its time is the load's fault, not the
-// grammar's: a 429 to retry rather than a 400.
+// grammar's: a 429 to retry rather than a 400. The second request must find the first compile
+// still running, so the timeout leaves room for a loaded machine between the two (with 300 ms
+// the first had once timed out and freed its thread before the second came, in make test).
 TEST(GrammarCache, AWaitForABusyThreadThatUsesTheTimeoutIsOverloaded) {
-  GrammarCache cache(byte_vocabulary(), CompileOptions{std::chrono::milliseconds(300), 1});
+  GrammarCache cache(byte_vocabulary(), CompileOptions{std::chrono::milliseconds(2000), 1});
   const std::vector<GrammarSpec> specs = huge_schemas();
   std::thread first([&] { (void)cache.get(specs[0]); });
   ASSERT_TRUE(eventually([&] { return cache.stats().compiles_running == 1; }));
